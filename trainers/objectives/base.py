@@ -101,7 +101,9 @@ def prepare(batch: PolicyBatch) -> Prepared:
     lengths = mask.sum(-1)
     adv = _float(adv.detach(), dtype)
     if adv.dim() == 1:
-        adv_seq = adv
+        # An empty row's advantage is padding too: inf/nan there would give nan * 0 = nan in the
+        # sequence-level losses (GMPO, SSPO), so it is zeroed like the padded tokens.
+        adv_seq = torch.where(lengths > 0, adv, zero)
         adv_token = torch.where(valid, adv[:, None].expand(shape), zero)
     else:
         adv_token = torch.where(valid, adv, zero)

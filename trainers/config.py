@@ -1,0 +1,283 @@
+"""Typed, validated configuration of one trial (model, data, warm start, trainer, objective).
+
+YAML is the user surface; these dataclasses are what the code sees. ``TrialConfig.from_dict``
+rejects unknown keys (with a "did you mean" suggestion) and out-of-range values, naming the
+key path, e.g. ``trainer.group_size: expected an integer >= 2, got 1``.
+
+    cfg = load_trial_config("configs/trainer/local_tiny.yaml", ["trainer.steps=50", "algorithm.name=gspo"])
+    python -m trainers.config [CONFIG.yaml] [key=value ...]   # print the resolved config
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evaluators.rewards import RewardConfig
+from evaluators.tasks import BENCHMARKS
+from trainers.objectives import get_objective
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the key path and what was expected."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny-qwen3"
+    """Label of the model in tables and MLflow tags."""
+    path: str | None = None
+    """Local directory with a Hugging Face checkpoint + tokenizer; None builds the tiny Qwen3 in code."""
+    hidden_size: int = 64
+    """Tiny model: hidden size (ignored when path is set)."""
+    num_layers: int = 2
+    """Tiny model: number of decoder layers."""
+    num_heads: int = 4
+    """Tiny model: attention heads."""
+    num_kv_heads: int = 2
+    """Tiny model: key/value heads (grouped-query attention as in Qwen3)."""
+    intermediate_size: int = 192
+    """Tiny model: MLP width."""
+    device: str = "cpu"
+    """'cpu', 'cuda' or 'auto' (cuda when available)."""
+    dtype: str = "float32"
+    """Parameter dtype: 'float32' or 'bfloat16' (bf16 is meant for GPUs)."""
+
+
+@dataclass
+class DataConfig:
+    train_size: int = 2000
+    """Number of synthetic training problems (ignored when train_file is set)."""
+    benchmarks: list[str] = field(default_factory=lambda: list(BENCHMARKS))
+    """Test benchmarks evaluated every eval_every steps (built-in names or keys of eval_files)."""
+    eval_size: int = 64
+    """Problems per built-in benchmark."""
+    seed: int = 1234
+    """Seed of the synthetic problems; the same for every trial so all trials see the same data."""
+    train_file: str | None = None
+    """Optional JSONL of training problems (fields prompt, answer[, solution])."""
+    eval_files: dict[str, str] = field(default_factory=dict)
+    """Optional benchmark name -> JSONL path, for user-supplied test sets."""
+
+
+@dataclass
+class WarmStartConfig:
+    steps: int = 300
+    """Supervised steps on reference solutions that build the base policy (0 = random init)."""
+    lr: float = 3e-3
+    """Learning rate of the warm start."""
+    batch_size: int = 32
+    """Problems per warm-start step."""
+    cache_dir: str = ".cache/base_models"
+    """Where base checkpoints are cached, keyed by a hash of their config (relative to the cwd)."""
+
+
+@dataclass
+class TrainerConfig:
+    steps: int = 200
+    """RL steps (one rollout + updates_per_rollout optimizer updates each)."""
+    prompts_per_step: int = 8
+    """Prompts sampled per step."""
+    group_size: int = 8
+    """Responses per prompt (G); advantages are normalised within a group (DHPO eq. 1)."""
+    updates_per_rollout: int = 2
+    """Mini-batch updates per rollout: policy staleness, SSPO's mu."""
+    lr: float = 1e-3
+    """AdamW learning rate."""
+    warmup_steps: int = 10
+    """Linear learning-rate warm-up, in optimizer updates."""
+    weight_decay: float = 0.1
+    """AdamW weight decay (DHPO App. D: 0.1)."""
+    grad_clip: float = 1.0
+    """Max global gradient norm."""
+    max_new_tokens: int = 48
+    """Response length cap during rollouts and evaluation."""
+    temperature: float = 1.0
+    """Rollout sampling temperature (papers: 1.0)."""
+    top_p: float = 1.0
+    """Rollout nucleus sampling (papers: 1.0 = off)."""
+    eval_every: int = 20
+    """Evaluate every N steps (and at step 0 = base model, and at the last step)."""
+    eval_mode: str = "avg@k"
+    """'avg@k': Pass@1 averaged over eval_k samples at temperature 1 (DHPO); 'greedy' (SSPO)."""
+    eval_k: int = 4
+    """Samples per problem for avg@k."""
+    checkpoint_every: int = 50
+    """Checkpoint every N steps (0 = only when a run directory asks for the final one)."""
+    threads: int = 1
+    """torch CPU threads (fixed so results are reproducible)."""
+
+
+@dataclass
+class AlgorithmConfig:
+    name: str = "grpo"
+    """Objective registry name: grpo, gspo, gmpo, cispo, sapo, sspo, dhpo."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Objective parameters (eps_low, eps_high, tau_pos, gate, mixing, ...); paper defaults if absent."""
+
+
+@dataclass
+class TrialConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    seed: int = 0
+    """Trial seed: rollout sampling, prompt order, optimizer noise."""
+    backend: str = "local"
+    """Trainer backend: 'local' (built-in, CPU or one GPU)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, source: str = "config") -> "TrialConfig":
+        cfg = _build(cls, data or {}, prefix="", source=source)
+        validate(cfg, source)
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _build(cls: type, data: Any, prefix: str, source: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: {prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            hint = difflib.get_close_matches(str(key), list(fields), n=1)
+            did_you_mean = f" (did you mean '{prefix}{hint[0]}'?)" if hint else ""
+            raise ConfigError(f"{source}: {prefix}{key}: unknown key{did_you_mean}; expected one of {sorted(fields)}")
+        f = fields[key]
+        sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
+        if sub is not None and dataclasses.is_dataclass(sub):
+            kwargs[key] = _build(sub, value, f"{prefix}{key}.", source)
+        else:
+            kwargs[key] = _coerce(f, value, f"{prefix}{key}", source)
+    return cls(**kwargs)
+
+
+def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
+    """Check a leaf value against the field's annotated type (ints stay ints, floats accept ints)."""
+    kind = str(f.type)
+    def fail(expected: str):
+        raise ConfigError(f"{source}: {path}: expected {expected}, got {value!r}")
+    if value is None:
+        if "None" in kind:
+            return None
+        fail(kind.replace(" | None", ""))
+    if kind.startswith("int"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            fail("an integer")
+    elif kind.startswith("float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            fail("a number")
+        value = float(value)
+    elif kind.startswith("str"):
+        if not isinstance(value, str):
+            fail("a string")
+    elif kind.startswith("bool"):
+        if not isinstance(value, bool):
+            fail("true or false")
+    elif kind.startswith("list"):
+        if not isinstance(value, (list, tuple)):
+            fail("a list")
+        value = list(value)
+    elif kind.startswith("dict"):
+        if not isinstance(value, dict):
+            fail("a mapping")
+        value = dict(value)
+    return value
+
+
+def _require(ok: bool, source: str, path: str, expected: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"{source}: {path}: expected {expected}, got {value!r}")
+
+
+def validate(cfg: TrialConfig, source: str = "config") -> None:
+    """Range checks across the whole config; raises ConfigError naming the key path."""
+    t, m, d, w = cfg.trainer, cfg.model, cfg.data, cfg.warm_start
+    for name in ("steps", "prompts_per_step", "updates_per_rollout", "max_new_tokens", "eval_every", "eval_k", "threads"):
+        _require(getattr(t, name) >= 1, source, f"trainer.{name}", "an integer >= 1", getattr(t, name))
+    _require(t.group_size >= 2, source, "trainer.group_size", "an integer >= 2 (advantages need a group)", t.group_size)
+    n_rollouts = t.prompts_per_step * t.group_size
+    _require(n_rollouts % t.updates_per_rollout == 0, source, "trainer.updates_per_rollout",
+             f"a divisor of prompts_per_step * group_size = {n_rollouts}", t.updates_per_rollout)
+    _require(t.lr > 0, source, "trainer.lr", "a number > 0", t.lr)
+    _require(t.warmup_steps >= 0, source, "trainer.warmup_steps", "an integer >= 0", t.warmup_steps)
+    _require(t.weight_decay >= 0, source, "trainer.weight_decay", "a number >= 0", t.weight_decay)
+    _require(t.grad_clip > 0, source, "trainer.grad_clip", "a number > 0", t.grad_clip)
+    _require(t.temperature > 0, source, "trainer.temperature", "a number > 0", t.temperature)
+    _require(0 < t.top_p <= 1, source, "trainer.top_p", "a number in (0, 1]", t.top_p)
+    _require(t.eval_mode in ("avg@k", "greedy"), source, "trainer.eval_mode", "'avg@k' or 'greedy'", t.eval_mode)
+    _require(t.checkpoint_every >= 0, source, "trainer.checkpoint_every", "an integer >= 0", t.checkpoint_every)
+    _require(m.device in ("cpu", "cuda", "auto"), source, "model.device", "'cpu', 'cuda' or 'auto'", m.device)
+    _require(m.dtype in ("float32", "bfloat16"), source, "model.dtype", "'float32' or 'bfloat16'", m.dtype)
+    for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):
+        _require(getattr(m, name) >= 1, source, f"model.{name}", "an integer >= 1", getattr(m, name))
+    _require(m.hidden_size % m.num_heads == 0 and m.num_heads % m.num_kv_heads == 0, source, "model.num_heads",
+             "hidden_size divisible by num_heads, num_heads divisible by num_kv_heads", (m.hidden_size, m.num_heads, m.num_kv_heads))
+    if m.path is not None:
+        _require(Path(m.path).is_dir(), source, "model.path", "an existing local directory with a checkpoint", m.path)
+    _require(d.train_size >= 1 and d.eval_size >= 1, source, "data.train_size/eval_size", "integers >= 1", (d.train_size, d.eval_size))
+    _require(len(d.benchmarks) >= 1, source, "data.benchmarks", "a non-empty list", d.benchmarks)
+    for bench in d.benchmarks:
+        _require(bench in BENCHMARKS or bench in d.eval_files, source, "data.benchmarks",
+                 f"built-in benchmarks {list(BENCHMARKS)} or keys of data.eval_files", bench)
+    files = ([("data.train_file", d.train_file)] if d.train_file else []) + [(f"data.eval_files.{k}", v) for k, v in d.eval_files.items()]
+    for path, value in files:
+        _require(Path(value).is_file(), source, path, "an existing JSONL file", value)
+    _require(w.steps >= 0 and w.batch_size >= 1 and w.lr > 0, source, "warm_start", "steps >= 0, batch_size >= 1, lr > 0", dataclasses.asdict(w))
+    _require(cfg.backend == "local", source, "backend", "'local' (the verl backend is not available yet)", cfg.backend)
+    _require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
+    try:
+        get_objective(cfg.algorithm.name, **cfg.algorithm.params)
+    except ValueError as err:
+        raise ConfigError(f"{source}: algorithm: {err}") from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "command line") -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (values parsed as YAML) to a nested dict, in place."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"{source}: override {item!r}: expected key.path=value")
+        key, raw = item.split("=", 1)
+        value = yaml.safe_load(raw) if raw else ""
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{source}: override {item!r}: {part} is not a mapping")
+        node[parts[-1]] = value
+    return data
+
+
+def load_trial_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrialConfig:
+    """Read a trial YAML (or the defaults when path is None), apply overrides, validate."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        if not Path(path).is_file():
+            raise ConfigError(f"{path}: file not found")
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+    apply_overrides(data, overrides or [])
+    return TrialConfig.from_dict(data, source=source)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    config_path = args[0] if args and "=" not in args[0] else None
+    cfg = load_trial_config(config_path, [a for a in args if "=" in a])
+    print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

@@ -1,0 +1,72 @@
+"""Policy construction for the local trainer: a tiny Qwen3 built in code, or a local checkpoint.
+
+* ``build_char_tokenizer()`` makes a character-level tokenizer (Hugging Face ``tokenizers``
+  WordLevel over the task alphabet, wrapped as a ``PreTrainedTokenizerFast``), so nothing is
+  downloaded. ``<eos>`` ends a response, ``<pad>`` pads.
+* ``build_tiny_model(cfg, tokenizer)`` instantiates ``Qwen3ForCausalLM`` from a small config.
+* ``load_policy(path, device, dtype)`` loads any local causal-LM directory (tiny base
+  checkpoints cached by warmstart.py, or a downloaded Qwen3-0.6B) with its tokenizer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+from evaluators.tasks import VOCAB_CHARS
+from trainers.config import ModelConfig
+
+PAD, EOS = "<pad>", "<eos>"
+MAX_POSITIONS = 512
+
+
+def build_char_tokenizer() -> PreTrainedTokenizerFast:
+    """One token per character of the task alphabet, plus <pad> (id 0) and <eos> (id 1)."""
+    chars = sorted(set(VOCAB_CHARS))
+    vocab = {PAD: 0, EOS: 1} | {c: i + 2 for i, c in enumerate(chars)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=PAD))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS)
+
+
+def build_tiny_model(cfg: ModelConfig, tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen3ForCausalLM:
+    """A randomly initialised Qwen3-architecture causal LM (deterministic from ``seed``)."""
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        head_dim=cfg.hidden_size // cfg.num_heads,
+        max_position_embeddings=MAX_POSITIONS,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return Qwen3ForCausalLM(config)
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("model.device: 'cuda' requested but torch.cuda.is_available() is False")
+    return torch.device(device)
+
+
+def load_policy(path: str | Path, device: torch.device, dtype: str):
+    """Load a causal LM and its tokenizer from a local directory (never from a hub)."""
+    path = Path(path)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=getattr(torch, dtype))
+    return model.to(device), tokenizer

@@ -1,0 +1,207 @@
+"""The built-in RLVR trainer: group sampling, verifiable rewards, any objective of the zoo.
+
+One step = sample ``prompts_per_step`` prompts x ``group_size`` responses at temperature 1
+(KV cache, behaviour log-probs recorded at sampling), score them with the verifier,
+group-normalise advantages (DHPO eq. 1), then ``updates_per_rollout`` AdamW mini-batch
+updates with the configured objective (later mini-batches are off-policy: SSPO's mu).
+Evaluation (Avg@k or greedy Pass@1 per benchmark) runs at step 0 (the base model), every
+``eval_every`` steps and at the last step. Checkpoints hold model, optimizer, scheduler, RNG
+states and the step, so a resumed run continues bit-exactly (CPU, same thread count).
+
+    python -m trainers.local [CONFIG.yaml] [key=value ...] [--smoke]
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from evaluators.metrics import group_advantages
+from evaluators.rewards import compute_reward
+from evaluators.tasks import Problem
+from trainers.api import Reporter
+from trainers.config import TrialConfig
+from trainers.local.data import load_data
+from trainers.local.model import load_policy, resolve_device
+from trainers.local.rollout import Rollout, sample, score
+from trainers.local.warmstart import ensure_base_checkpoint
+from trainers.objectives import PolicyBatch, get_objective
+
+EVAL_CHUNK = 256  # sequences per evaluation forward batch
+STATE_FILE = "trainer_state.pt"
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False).input_ids
+
+
+def _decode(tokenizer, ids: torch.Tensor, mask: torch.Tensor) -> list[str]:
+    return [tokenizer.decode(row[m.bool()].tolist(), skip_special_tokens=True) for row, m in zip(ids, mask)]
+
+
+def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialConfig, step: int) -> dict[str, float]:
+    """val/<benchmark>/acc and val/avg/acc: Pass@1, greedy or averaged over eval_k samples."""
+    t = cfg.trainer
+    greedy = t.eval_mode == "greedy"
+    k = 1 if greedy else t.eval_k
+    # A separate generator: evaluation never perturbs the training RNG stream.
+    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+    metrics = {}
+    for name, problems in benchmarks.items():
+        prompts = [p for p in problems for _ in range(k)]
+        correct = []
+        for start in range(0, len(prompts), EVAL_CHUNK):
+            chunk = prompts[start:start + EVAL_CHUNK]
+            ro = sample(model, [_encode(tokenizer, p.prompt) for p in chunk], max_new_tokens=t.max_new_tokens,
+                        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id, temperature=1.0,
+                        greedy=greedy, generator=gen)
+            texts = _decode(tokenizer, ro.response_ids, ro.response_mask)
+            correct += [compute_reward(x, p.answer, cfg.reward)["answer"] for x, p in zip(texts, chunk)]
+        metrics[f"val/{name}/acc"] = sum(correct) / max(len(correct), 1)
+    metrics["val/avg/acc"] = sum(metrics.values()) / len(metrics)
+    return metrics
+
+
+def _subset(ro: Rollout, idx: torch.Tensor) -> Rollout:
+    width = int(ro.response_mask[idx].sum(1).max().item())  # trim trailing all-padding columns
+    return Rollout(ro.prompt_ids[idx], ro.prompt_mask[idx], ro.response_ids[idx, :width],
+                   ro.response_mask[idx, :width], ro.old_log_probs[idx, :width])
+
+
+def _complete_metrics(name: str, m: dict[str, float]) -> dict[str, float]:
+    """Every objective logs the same clip-fraction keys: 0 where it has no such clip."""
+    level = {"grpo": "token", "cispo": "token", "gmpo": "token", "gspo": "seq"}.get(name)
+    if level:
+        m.setdefault(f"actor/clipfrac_{level}", m.get("actor/pg_clipfrac", 0.0))
+    m.setdefault("actor/pg_clipfrac", 0.0)
+    m.setdefault("actor/clipfrac_token", 0.0)
+    m.setdefault("actor/clipfrac_seq", 0.0)
+    return m
+
+
+class LocalTrainer:
+    """State of one trial; ``run`` drives the loop. Use ``train(...)`` below."""
+
+    def __init__(self, cfg: TrialConfig, log=print):
+        self.cfg, self.log = cfg, log
+        t = cfg.trainer
+        torch.set_num_threads(t.threads)
+        torch.manual_seed(cfg.seed)
+        self.train_problems, self.benchmarks = load_data(cfg)
+        base_dir = ensure_base_checkpoint(cfg, self.train_problems, log)
+        self.device = resolve_device(cfg.model.device)
+        self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
+        self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
+        self.needs_entropy = True  # logged as actor/entropy for every objective; dhpo-entropy mixes with it
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        warmup = max(t.warmup_steps, 1)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: min(1.0, (s + 1) / warmup))
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.rng = random.Random(cfg.seed)
+        self.step = 0
+
+    # ---- checkpoints -------------------------------------------------------------------
+    def save(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        torch.save({
+            "step": self.step, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
+            "sched": self.sched.state_dict(), "gen": self.gen.get_state(), "rng": self.rng.getstate(),
+            "torch_rng": torch.get_rng_state(),
+        }, directory / STATE_FILE)
+        return directory
+
+    def load(self, directory: Path) -> None:
+        state = torch.load(Path(directory) / STATE_FILE, map_location=self.device, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        self.sched.load_state_dict(state["sched"])
+        self.gen.set_state(state["gen"])
+        self.rng.setstate(state["rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step = state["step"]
+
+    # ---- one RL step ---------------------------------------------------------------------
+    def rl_step(self) -> dict[str, float]:
+        t, tok = self.cfg.trainer, self.tokenizer
+        started = time.perf_counter()
+        problems = self.rng.sample(self.train_problems, min(t.prompts_per_step, len(self.train_problems)))
+        group = [p for p in problems for _ in range(t.group_size)]
+        self.model.eval()
+        ro = sample(self.model, [_encode(tok, p.prompt) for p in group], max_new_tokens=t.max_new_tokens,
+                    eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, temperature=t.temperature,
+                    top_p=t.top_p, generator=self.gen)
+        texts = _decode(tok, ro.response_ids, ro.response_mask)
+        rewards = [compute_reward(x, p.answer, self.cfg.reward) for x, p in zip(texts, group)]
+        reward = torch.tensor([r["reward"] for r in rewards], dtype=torch.float32)
+        advantages = group_advantages(reward.view(len(problems), t.group_size)).flatten().to(self.device)
+        lengths = ro.response_mask.sum(1).float()
+
+        self.model.train()
+        order = torch.randperm(len(group), generator=self.gen).to(self.device)
+        sums: dict[str, float] = {}
+        for idx in order.chunk(t.updates_per_rollout):
+            mb = _subset(ro, idx)
+            log_probs, entropy = score(self.model, mb, temperature=t.temperature)
+            batch = PolicyBatch(log_probs, mb.old_log_probs, advantages[idx], mb.response_mask, entropy)
+            loss, m = self.objective(batch)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            m["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
+            m["actor/entropy"] = float((entropy * mb.response_mask).sum() / mb.response_mask.sum().clamp(min=1))
+            m["actor/pg_loss"] = float(loss.detach())
+            self.opt.step()
+            self.sched.step()
+            for key, value in m.items():
+                sums[key] = sums.get(key, 0.0) + value / t.updates_per_rollout
+        elapsed = time.perf_counter() - started
+        metrics = _complete_metrics(self.objective.name, sums)
+        metrics.update({
+            "response_length/mean": float(lengths.mean()), "response_length/max": float(lengths.max()),
+            "reward/mean": float(reward.mean()),
+            "reward/answer_mean": sum(r["answer"] for r in rewards) / len(rewards),
+            "reward/format_mean": sum(r["format"] for r in rewards) / len(rewards),
+            "actor/lr": self.sched.get_last_lr()[0],
+            "perf/step_time_s": elapsed, "perf/tokens_per_s": float(lengths.sum()) / elapsed,
+        })
+        return metrics
+
+    def run(self, report: Reporter, workdir: Path | None) -> dict[str, float]:
+        t = self.cfg.trainer
+        final: dict[str, float] = {}
+        if self.step == 0:
+            final = evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, 0)
+            report(0, dict(final), None)
+            self.log(_format(0, t.steps, final))
+        while self.step < t.steps:
+            self.step += 1
+            metrics = self.rl_step()
+            if self.step % t.eval_every == 0 or self.step == t.steps:
+                metrics.update(evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, self.step))
+            checkpoint = None
+            due = t.checkpoint_every and self.step % t.checkpoint_every == 0
+            if workdir is not None and (due or self.step == t.steps):
+                checkpoint = self.save(Path(workdir) / f"checkpoint_{self.step:06d}")
+            report(self.step, metrics, checkpoint)
+            self.log(_format(self.step, t.steps, metrics))
+            final.update(metrics)
+        return final
+
+
+def _format(step: int, total: int, m: dict[str, float]) -> str:
+    keys = ("reward/mean", "actor/entropy", "response_length/mean", "actor/pg_clipfrac", "val/avg/acc")
+    shown = "  ".join(f"{k}={m[k]:.4g}" for k in keys if k in m)
+    extra = "  ".join(f"{k}={v:.4g}" for k, v in m.items() if k.startswith("val/") and k != "val/avg/acc")
+    return f"step {step}/{total}  {shown}  {extra}".rstrip()
+
+
+def train(config: TrialConfig, report: Reporter, resume_from: Path | None = None,
+          workdir: Path | None = None, log=print) -> dict[str, float]:
+    """Run one trial of the local backend (the trainer contract of trainers/api.py)."""
+    trainer = LocalTrainer(config, log)
+    if resume_from is not None:
+        trainer.load(Path(resume_from))
+        log(f"resumed from {resume_from} at step {trainer.step}")
+    return trainer.run(report, workdir)

@@ -1,0 +1,129 @@
+"""The base policy: a short supervised warm start on reference solutions, cached on disk.
+
+Like the papers' base models, the base policy solves some but not all problems. It is built
+once per configuration and cached under ``warm_start.cache_dir/<hash>/`` (a normal Hugging
+Face directory: ``save_pretrained`` model + tokenizer), keyed by a hash of everything that
+determines it, so every trial of a sweep starts from the identical base. A file lock makes
+concurrent trials wait for the first builder instead of building it twice.
+
+    python -m trainers.local.warmstart [CONFIG.yaml] [key=value ...]   # build (or find) the base
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from filelock import FileLock
+
+from evaluators.tasks import Problem
+from trainers.config import TrialConfig, load_trial_config
+from trainers.local.model import build_char_tokenizer, build_tiny_model, resolve_device
+from trainers.local.rollout import left_pad
+
+FORMAT_VERSION = 1  # bump when the warm-start procedure changes
+BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for every trial
+
+
+def base_key(cfg: TrialConfig) -> str:
+    """Hash of what determines the base checkpoint (not the trial seed, device or cache dir)."""
+    model = {k: v for k, v in cfg.model.__dict__.items() if k != "name"}
+    warm = {k: v for k, v in cfg.warm_start.__dict__.items() if k != "cache_dir"}
+    data = {k: cfg.data.__dict__[k] for k in ("train_size", "seed", "train_file")}
+    if cfg.data.train_file:
+        data["train_file_sha1"] = hashlib.sha1(Path(cfg.data.train_file).read_bytes()).hexdigest()
+    blob = json.dumps({"v": FORMAT_VERSION, "model": model, "warm": warm, "data": data}, sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
+def supervised_batch(tokenizer, problems: list[Problem], device: torch.device):
+    """Token ids of prompt + solution + <eos>, with loss only on the solution part."""
+    seqs, starts = [], []
+    for p in problems:
+        prompt = tokenizer(p.prompt, add_special_tokens=False).input_ids
+        answer = tokenizer(p.solution, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
+        seqs.append(prompt + answer)
+        starts.append(len(prompt))
+    ids, mask = left_pad(seqs, tokenizer.pad_token_id, device)
+    width = ids.shape[1]
+    loss_mask = torch.zeros_like(mask)
+    for i, (s, start) in enumerate(zip(seqs, starts)):
+        loss_mask[i, width - len(s) + start:] = 1
+    return ids, mask, loss_mask
+
+
+def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=print) -> None:
+    """Supervised fine-tuning of ``model`` in place on the problems' reference solutions."""
+    w = cfg.warm_start
+    device = next(model.parameters()).device
+    rng = random.Random(BASE_INIT_SEED)
+    opt = torch.optim.AdamW(model.parameters(), lr=w.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(w.steps, 1)))
+    model.train()
+    for step in range(w.steps):
+        ids, mask, loss_mask = supervised_batch(tokenizer, rng.sample(problems, min(w.batch_size, len(problems))), device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, :-1].float()
+        nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+        target_mask = loss_mask[:, 1:].float()
+        loss = (nll * target_mask).sum() / target_mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if (step + 1) % 100 == 0 or step + 1 == w.steps:
+            log(f"warm start {step + 1}/{w.steps}: nll={loss.item():.3f}")
+    model.eval()
+
+
+def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=print) -> Path:
+    """Return the cached base directory for ``cfg``, building it (once, under a lock) if missing."""
+    root = Path(cfg.warm_start.cache_dir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    key = base_key(cfg)
+    target = root / key
+    with FileLock(str(root / f"{key}.lock")):
+        if (target / "READY").exists():
+            return target
+        started = time.time()
+        log(f"building base policy {key} ({cfg.warm_start.steps} warm-start steps) ...")
+        device = resolve_device(cfg.model.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(BASE_INIT_SEED)
+            if cfg.model.path:
+                from trainers.local.model import load_policy
+
+                model, tokenizer = load_policy(cfg.model.path, device, cfg.model.dtype)
+            else:
+                tokenizer = build_char_tokenizer()
+                model = build_tiny_model(cfg.model, tokenizer, seed=BASE_INIT_SEED).to(device)
+            if cfg.warm_start.steps:
+                warm_start(model, tokenizer, train_problems, cfg, log)
+        tmp = root / f"{key}.tmp"
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "READY").write_text(json.dumps({"key": key, "seconds": round(time.time() - started, 1)}))
+        if target.exists():  # a half-written directory from a killed builder
+            import shutil
+
+            shutil.rmtree(target)
+        tmp.rename(target)
+        log(f"base policy {key} ready in {time.time() - started:.1f}s at {target}")
+        return target
+
+
+if __name__ == "__main__":
+    from trainers.local.data import load_data
+
+    args = sys.argv[1:]
+    path = args[0] if args and "=" not in args[0] else None
+    config = load_trial_config(path, [a for a in args if "=" in a])
+    train, _ = load_data(config)
+    print(ensure_base_checkpoint(config, train))

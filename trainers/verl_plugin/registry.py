@@ -1,0 +1,287 @@
+"""The zoo's objectives as verl 0.9.1 policy losses: ``zoo_<name>`` in ``POLICY_LOSS_REGISTRY``.
+
+    import trainers.verl_plugin                      # registers zoo_grpo ... zoo_dhpo
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    loss, metrics = get_policy_loss_fn("zoo_sspo")(old_log_prob, log_prob, advantages, response_mask,
+                                                   loss_agg_mode="seq-mean-token-mean", config=actor_config)
+
+Each ``zoo_<name>`` has verl's signature ``(old_log_prob, log_prob, advantages, response_mask,
+loss_agg_mode="token-mean", config=None, rollout_is_weights=None) -> (loss, metrics)`` plus an
+optional keyword ``entropy`` (verl never passes it) and calls ``get_objective(name, ...)`` of
+trainers.objectives: the math lives there only.
+
+Parameter mapping (first hit wins; absent everywhere -> the zoo's paper default)
+    1. ``config.policy_loss.<our name>`` when set (not None): any parameter of the family, e.g.
+       gate, mixing, clip_mode, entropy_norm, eps_low_token, eps_high_token, eps_low_seq,
+       eps_high_seq, clip_in_log_space (and, to override the actor-level ones, eps_low, tau_pos...).
+       verl's PolicyLossConfig is a closed dataclass, so set
+       ``policy_loss._target_=trainers.verl_plugin.ZooPolicyLossConfig`` (it adds these fields);
+       a plain dict/DictConfig section works too.
+    2. actor-level fields of verl's ActorConfig:
+           eps_low  <- clip_ratio_low  (or clip_ratio when None, as verl does)
+           eps_high <- clip_ratio_high (or clip_ratio when None)
+           tau_pos  <- tau_pos,  tau_neg <- tau_neg   (verl has them for SAPO)
+       These always exist in a verl config, so verl's defaults (clip 0.2/0.2, tau 1.0/1.05) win
+       over the papers' defaults: set GSPO's 3e-4/4e-4, CISPO's low 10 and SSPO's (0.5, 0.6)
+       explicitly. DHPO's unified clip uses eps_low/eps_high; its branch ranges
+       eps_*_token/eps_*_seq come from policy_loss only (default 0.2/0.28).
+    3. agg <- the ``loss_agg_mode`` argument: 'token-mean' and 'seq-mean-token-mean' map 1:1;
+       'token-sum', 'seq-mean-token-sum' and 'seq-mean-token-sum-norm' raise ValueError.
+
+Global batch normalisation
+    verl's actor (workers/utils/losses.py: ppo_loss) fills ``config.global_batch_info`` (dp_size,
+    batch_num_tokens, global_batch_size) and expects each micro-batch loss to be a share of the
+    global mean, i.e. normalised by the global token / sequence count times dp_size (agg_loss).
+    Our objectives return the local mean, so the loss is rescaled by
+    local_count / global_count * dp_size: exactly verl's agg_loss for both modes.
+
+rollout_is_weights (verl's rollout-correction IS weights, >= 0, detached)
+    Every zoo loss is positively homogeneous of degree 1 in the advantage (A >= 0 scaling keeps
+    the sign, which is all that selects clip sides and temperatures), so multiplying the
+    advantage passed to the objective by w is exactly multiplying the loss term by w:
+      - per-token objectives (grpo, gspo's token-wise form, cispo, sapo, dhpo): A_{i,t} * w_{i,t},
+        i.e. the per-token loss times w_{i,t}, as verl's vanilla/gspo/cispo/sapo do;
+      - sequence objectives (gmpo, sspo: one term J_i per response): A_i * w_i with w_i the
+        geometric mean of w over the response's tokens, as verl's geo_mean does. A per-token
+        weight cannot enter a geometric mean of ratios without changing the objective.
+    Negative weights are not checked for (that would cost a device sync); verl never makes any.
+
+Entropy (dhpo mixing='entropy')
+    verl computes per-token entropy in the actor (when actor.calculate_entropy=True or
+    entropy_coeff != 0) but does not pass it to policy losses. zoo_dhpo takes it from the
+    ``entropy=`` keyword, else from ``enable_entropy_forwarding()``, which wraps verl's
+    ``ppo_loss`` so the entropy of the current micro-batch is visible to zoo losses during that
+    call (ZOO_VERL_FORWARD_ENTROPY=1 does it on import). Without either it raises ValueError.
+    'batch' entropy normalisation then means: the valid tokens of verl's micro-batch.
+
+Known differences to verl's own implementations (tests/trainers/verl_plugin pin them down)
+    grpo  vs vanilla:  verl adds dual-clip for A < 0: the loss is capped at -A * clip_ratio_c
+                       (default 3) when ratio > clip_ratio_c. Ours (the papers') has no cap.
+    gspo  vs gspo:     verl clamps log s_{i,t} at max 10 only; ours clamps it to [-20, 20].
+    gmpo  vs geo_mean: verl always clips log r (= ours with clip_in_log_space=True; our default
+                       is ratio space, the paper's), ignores loss_agg_mode and global_batch_info
+                       and takes torch.mean over all rows, fully masked ones included (ours:
+                       seq-mean-token-mean over non-empty rows; token-mean weights J_i by |o_i|);
+                       verl does not clamp log r to +-20 before clipping, ours does.
+    sapo  vs sapo:     verl always aggregates seq-mean-token-mean whatever loss_agg_mode; ours
+                       honours loss_agg_mode (equal for seq-mean-token-mean).
+    cispo vs cispo:    same loss; verl's pg_clipfrac counts any clipped weight as ours does.
+    all:               verl divides by (|o_i| + 1e-8) in seq-mean-token-mean (ours: max(|o_i|, 1));
+                       verl multiplies by the mask (nan/inf in padding leaks), ours uses where;
+                       verl computes in the input dtype, ours upcasts bf16/fp16 to float32;
+                       metric names: ours report actor/pg_clipfrac_low and _high (verl:
+                       actor/pg_clipfrac_lower) plus family metrics (actor/gate_weight, ...).
+    sspo, dhpo:        verl has no counterpart.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from verl.trainer.ppo import core_algos
+from verl.workers.config import PolicyLossConfig
+
+from trainers.objectives import AGG_MODES, OBJECTIVES, PolicyBatch, get_objective
+
+PREFIX = "zoo_"
+# Objectives with one term J_i per response (built with aggregate_sequences): IS weights enter
+# as a per-response geometric mean; all others take them per token.
+SEQUENCE_TERM_OBJECTIVES = frozenset({"gmpo", "sspo"})
+# our parameter -> verl ActorConfig field it is read from when policy_loss does not set it
+ACTOR_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
+
+# Set by the wrapper of enable_entropy_forwarding() for the duration of one verl ppo_loss call.
+_FORWARDED_ENTROPY: contextvars.ContextVar[Optional[torch.Tensor]] = contextvars.ContextVar(
+    "zoo_verl_forwarded_entropy", default=None
+)
+
+
+@dataclass
+class ZooPolicyLossConfig(PolicyLossConfig):
+    """verl's PolicyLossConfig plus the zoo parameters verl has no field for (None = zoo default)."""
+
+    gate: Optional[str] = None
+    """sspo: atanlog, siglog, expatan, expsig or gumbel."""
+    mixing: Optional[str] = None
+    """dhpo: 'averaged' or 'entropy' (needs entropy forwarding)."""
+    clip_mode: Optional[str] = None
+    """dhpo: 'branch' or 'unified'."""
+    entropy_norm: Optional[str] = None
+    """dhpo: scope of the entropy min-max normalisation, 'batch' (micro-batch) or 'sequence'."""
+    eps_low_token: Optional[float] = None
+    """dhpo branch clipping: lower range of the token ratio."""
+    eps_high_token: Optional[float] = None
+    """dhpo branch clipping: upper range of the token ratio."""
+    eps_low_seq: Optional[float] = None
+    """dhpo branch clipping: lower range of the sequence ratio."""
+    eps_high_seq: Optional[float] = None
+    """dhpo branch clipping: upper range of the sequence ratio."""
+    clip_in_log_space: Optional[bool] = None
+    """gmpo: clip log r to [-eps_low, eps_high] (verl geo_mean) instead of r to [1-eps_low, 1+eps_high]."""
+
+
+def _lookup(section: Any, key: str) -> Any:
+    """section.key for a dataclass, BaseConfig, dict or DictConfig; None when absent."""
+    if section is None:
+        return None
+    if isinstance(section, Mapping) or hasattr(section, "get"):
+        try:
+            return section.get(key, None)
+        except Exception:  # e.g. a struct-mode DictConfig refusing an unknown key
+            pass
+    return getattr(section, key, None)
+
+
+def objective_params(name: str, config: Any) -> dict[str, Any]:
+    """Our parameters for objective ``name`` read from a verl actor config (see module docstring)."""
+    policy_loss = _lookup(config, "policy_loss")
+    params: dict[str, Any] = {}
+    for field in dataclasses.fields(OBJECTIVES[name].params_cls):
+        if field.name == "agg":  # comes from loss_agg_mode
+            continue
+        value = _lookup(policy_loss, field.name)
+        if value is None and field.name in ACTOR_FIELDS:
+            value = _lookup(config, ACTOR_FIELDS[field.name])
+            if value is None and field.name.startswith("eps_"):
+                value = _lookup(config, "clip_ratio")
+        if value is not None:
+            params[field.name] = value
+    return params
+
+
+@functools.lru_cache(maxsize=256)
+def _configured(name: str, params: tuple[tuple[str, Any], ...]):
+    # get_objective validates; cached because verl calls the loss once per micro-batch.
+    return get_objective(name, **dict(params))
+
+
+def _weighted_advantages(name: str, advantages: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """Fold rollout IS weights into the advantages (exact: losses are 1-homogeneous in A >= 0 scaling)."""
+    if weights is None:
+        return advantages
+    weights = weights.detach()
+    if name in SEQUENCE_TERM_OBJECTIVES:
+        # geometric mean of the token weights over each response, exactly as verl's geo_mean
+        m = mask.to(weights.dtype)
+        seq_w = torch.exp((torch.log(weights + 1e-10) * m).sum(-1) / (m.sum(-1) + 1e-8))
+        return advantages * (seq_w[:, None] if advantages.dim() == 2 else seq_w)
+    if advantages.dim() == 1:
+        advantages = advantages[:, None]
+    return advantages * weights
+
+
+def _global_scale(loss: torch.Tensor, mask: torch.Tensor, agg: str, config: Any) -> torch.Tensor | float:
+    """local_count / global_count * dp_size: turns our local mean into verl's agg_loss share."""
+    info = _lookup(config, "global_batch_info") or {}
+    dp_size = info.get("dp_size", None) or 1
+    if agg == "token-mean":
+        total, local = info.get("batch_num_tokens", None), mask.sum()
+        what = "batch_num_tokens"
+    else:
+        total, local = info.get("global_batch_size", None), (mask.sum(-1) > 0).sum()
+        what = "global_batch_size"
+    if total is None:
+        if dp_size > 1:
+            raise ValueError(f"global_batch_info: (global) {what} is required when dp_size > 1")
+        return 1.0
+    return local.to(loss.dtype) / total * dp_size
+
+
+def make_policy_loss(name: str):
+    """verl policy loss (verl's signature, plus ``entropy=``) computing objective ``name``."""
+    if name not in OBJECTIVES:
+        raise ValueError(f"objective: unknown name {name!r}; expected one of {sorted(OBJECTIVES)}")
+
+    def policy_loss(
+        old_log_prob: torch.Tensor,
+        log_prob: torch.Tensor,
+        advantages: torch.Tensor,
+        response_mask: torch.Tensor,
+        loss_agg_mode: str = "token-mean",
+        config: Any = None,
+        rollout_is_weights: torch.Tensor | None = None,
+        entropy: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        if loss_agg_mode not in AGG_MODES:
+            raise ValueError(
+                f"loss_agg_mode: {PREFIX}{name} supports {list(AGG_MODES)}, got {loss_agg_mode!r} "
+                "(set actor_rollout_ref.actor.loss_agg_mode)"
+            )
+        params = objective_params(name, config)
+        params["agg"] = loss_agg_mode
+        objective = _configured(name, tuple(sorted(params.items())))
+        if entropy is None:
+            entropy = _FORWARDED_ENTROPY.get()
+        if getattr(objective.params, "mixing", None) == "entropy" and entropy is None:
+            raise ValueError(
+                f"entropy: {PREFIX}{name} with mixing='entropy' needs per-token entropy, but verl does not "
+                "pass it to policy losses. Set ZOO_VERL_FORWARD_ENTROPY=1 (or call "
+                "trainers.verl_plugin.enable_entropy_forwarding()) and actor_rollout_ref.actor.calculate_entropy=True, "
+                "or pass entropy=... when calling the loss directly."
+            )
+        batch = PolicyBatch(
+            log_probs=log_prob,
+            old_log_probs=old_log_prob,
+            advantages=_weighted_advantages(name, advantages, response_mask, rollout_is_weights),
+            response_mask=response_mask,
+            entropy=entropy,
+        )
+        loss, metrics = objective(batch)
+        return loss * _global_scale(loss, response_mask, loss_agg_mode, config), metrics
+
+    policy_loss.__name__ = f"compute_policy_loss_{PREFIX}{name}"
+    policy_loss.__qualname__ = policy_loss.__name__
+    policy_loss.__doc__ = f"verl policy loss '{PREFIX}{name}': {OBJECTIVES[name].summary} (trainers.objectives.{name})."
+    return policy_loss
+
+
+def register_zoo_losses() -> list[str]:
+    """Register ``zoo_<name>`` for every objective of OBJECTIVES; returns the registered keys."""
+    keys = []
+    for name in OBJECTIVES:
+        core_algos.register_policy_loss(PREFIX + name)(make_policy_loss(name))
+        keys.append(PREFIX + name)
+    return keys
+
+
+def enable_entropy_forwarding() -> None:
+    """Wrap verl's ``ppo_loss`` so zoo losses see the micro-batch's per-token entropy.
+
+    verl's actor loss (verl.workers.utils.losses.ppo_loss) has the entropy in ``model_output``
+    (when actor.calculate_entropy=True) but calls the policy loss without it. The wrapper
+    converts it to the padded [B, T] layout as ppo_loss does, and exposes it (detached) to zoo
+    losses for the duration of that call through a ContextVar. Idempotent. Must run before
+    verl builds its loss function (engine_workers binds ``ppo_loss`` at worker init), which is
+    the case when it runs on import via ZOO_VERL_FORWARD_ENTROPY=1.
+    """
+    from verl.workers.utils import losses  # needs the `datasets` package
+
+    if getattr(losses.ppo_loss, "_zoo_forwards_entropy", False):
+        return
+    original = losses.ppo_loss
+
+    @functools.wraps(original)
+    def ppo_loss(config, model_output, data, dp_group=None):
+        entropy = model_output.get("entropy", None)
+        if entropy is not None:
+            entropy = losses.no_padding_2_padding(entropy, data).detach()
+        token = _FORWARDED_ENTROPY.set(entropy)
+        try:
+            return original(config, model_output, data, dp_group)
+        finally:
+            _FORWARDED_ENTROPY.reset(token)
+
+    ppo_loss._zoo_forwards_entropy = True
+    losses.ppo_loss = ppo_loss
+    # modules that already did `from verl.workers.utils.losses import ppo_loss`
+    for module_name in ("verl.workers.engine_workers", "verl.trainer.distillation.losses"):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, "ppo_loss", None) is original:
+            module.ppo_loss = ppo_loss
