@@ -1,0 +1,176 @@
+"""The `sweep` command line: run | resume | status | ui | ls-objectives | report | table.
+
+    sweep run dhpo_vs_baselines.yaml                     # the whole study, then the report
+    sweep run dhpo_vs_baselines.yaml trainer.steps=50 seeds=[0]
+    sweep run sspo_temperature_grid.yaml --dry-run       # expanded trial table + resources
+    sweep run dhpo_vs_baselines.yaml --smoke             # one seed, a few steps per trial
+    sweep resume dhpo_vs_baselines.yaml                  # = run again: finished trials are skipped
+    sweep status dhpo_vs_baselines                       # trials and their MLflow state
+    sweep ui                                             # MLflow UI on 127.0.0.1 for runs/mlflow.db
+    sweep ls-objectives
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dashboards.cli import report_cmd, table_cmd
+from sweeps.spec import SpecError, SweepSpec, load_spec
+
+app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
+                  no_args_is_help=True, add_completion=False)
+console = Console()
+SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
+                   "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
+                   "base.trainer.group_size=4", "base.trainer.max_new_tokens=40", "seeds=[0]"]
+
+RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
+TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default sqlite:///<run-dir>/mlflow.db.")]
+
+
+def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
+    spec_overrides, base_overrides = [], []
+    for o in overrides:
+        key = o.split("=", 1)[0]
+        (spec_overrides if key in ("seeds", "max_concurrent", "max_failures", "name") or key.startswith(("base.", "resources."))
+         else base_overrides).append(o)
+    # trainer.steps=50 is shorthand for base.trainer.steps=50
+    all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + [f"base.{o}" for o in base_overrides]
+    try:
+        return load_spec(spec, all_overrides)
+    except SpecError as err:
+        console.print(f"[red]error:[/] {err}")
+        raise typer.Exit(2)
+
+
+def print_trials(spec: SweepSpec) -> None:
+    table = Table(title=f"{spec.name}: {len(spec.trials)} trials")
+    for col in ("trial id", "method", "algorithm", "params", "seed", "steps"):
+        table.add_column(col)
+    for t in spec.trials:
+        params = ", ".join(f"{k}={v}" for k, v in t.config.algorithm.params.items())
+        table.add_row(t.trial_id, t.method, t.config.algorithm.name, params, str(t.config.seed), str(t.config.trainer.steps))
+    console.print(table)
+    r = spec.resources
+    console.print(f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}; "
+                  f"total ask at full concurrency: {r.cpus * spec.max_concurrent:g} CPU, {r.gpus * spec.max_concurrent:g} GPU; "
+                  f"retries per trial: {spec.max_failures}")
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value overrides, e.g. trainer.steps=50 seeds=[0]")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the expanded trial table and resources, then exit.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="One seed, 4 steps per trial: a quick real end-to-end check.")] = False,
+    run_dir: RunDir = Path("runs"),
+    tracking_uri: TrackingUri = None,
+    address: Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster (e.g. auto or ray://head:10001).")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
+) -> None:
+    """Run (or resume) every trial of a sweep, then write the tables and the HTML report.
+
+    Examples: sweep run dhpo_vs_baselines.yaml | sweep run my.yaml trainer.steps=50 seeds=[0] --dry-run
+    """
+    from sweeps.runner import RunOptions, run_sweep
+
+    loaded = _load(spec, overrides or [], smoke)
+    print_trials(loaded)
+    if dry_run:
+        return
+    result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
+                                          show_progress=not no_progress))
+    counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
+    console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {result.tracking_uri} "
+                  f"(parent run {result.parent_run_id})")
+    if not no_report:
+        from sweeps.reporting import write_sweep_report
+
+        write_sweep_report(loaded, result, run_dir, console)
+    if "FAILED" in result.statuses.values():
+        raise typer.Exit(1)
+
+
+@app.command()
+def resume(
+    spec: Annotated[str, typer.Argument(help="The same sweep YAML that was interrupted.")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="The same overrides as the first run.")] = None,
+    run_dir: RunDir = Path("runs"),
+    tracking_uri: TrackingUri = None,
+    address: Annotated[Optional[str], typer.Option("--address")] = None,
+) -> None:
+    """Resume an interrupted sweep: identical to running it again (finished trials are skipped)."""
+    run(spec, overrides, run_dir=run_dir, tracking_uri=tracking_uri, address=address)
+
+
+@app.command()
+def status(
+    spec: Annotated[str, typer.Argument(help="Sweep YAML path or name.")],
+    run_dir: RunDir = Path("runs"),
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Show each trial of a sweep with its MLflow state and last logged step."""
+    from mlflow.tracking import MlflowClient
+
+    from sweeps.tracking import default_tracking_uri
+
+    loaded = _load(spec, [], False)
+    client = MlflowClient(tracking_uri or default_tracking_uri(run_dir.resolve()))
+    exp = client.get_experiment_by_name(loaded.name)
+    runs = {} if exp is None else {r.data.tags.get("trial_id"): r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=50_000)}
+    table = Table(title=f"{loaded.name}")
+    for col in ("trial id", "state", "step", "val/avg/acc"):
+        table.add_column(col)
+    for t in loaded.trials:
+        r = runs.get(t.trial_id)
+        state = r.info.status if r else "NOT STARTED"
+        step = f"{int(r.data.metrics.get('trial/step', 0))}/{t.config.trainer.steps}" if r else f"0/{t.config.trainer.steps}"
+        acc = f"{r.data.metrics['val/avg/acc']:.3f}" if r and "val/avg/acc" in r.data.metrics else ""
+        table.add_row(t.trial_id, state, step, acc)
+    console.print(table)
+
+
+@app.command()
+def ui(
+    run_dir: RunDir = Path("runs"),
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop)."""
+    from sweeps.tracking import default_tracking_uri
+
+    uri = tracking_uri or default_tracking_uri(run_dir.resolve())
+    artifacts = (run_dir / "mlartifacts").resolve()
+    console.print(f"MLflow UI for {uri} at http://127.0.0.1:{port}")
+    subprocess.run([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
+                    "--port", str(port), "--workers", "1", "--artifacts-destination", str(artifacts)], check=False)
+
+
+@app.command("ls-objectives")
+def ls_objectives() -> None:
+    """List the objective registry: names, summaries and parameters with paper defaults."""
+    from trainers.objectives import OBJECTIVES
+
+    for name, spec in OBJECTIVES.items():
+        table = Table(title=f"{name}: {spec.summary}", show_header=True)
+        for col in ("parameter", "default", "meaning"):
+            table.add_column(col)
+        for param, (default, doc) in spec.param_docs().items():
+            table.add_row(param, repr(default), doc)
+        console.print(table)
+
+
+app.command("report")(report_cmd)
+app.command("table")(table_cmd)
+
+
+if __name__ == "__main__":
+    app()

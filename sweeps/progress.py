@@ -1,0 +1,88 @@
+"""Live terminal progress of a sweep (rich): trials by state, step, key metrics, ETA.
+
+Driven by the runner's Tune callback: ``progress.update(trial_id, state=..., step=..., metrics=...)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sweeps.spec import SweepSpec
+
+SHOWN = ("reward/mean", "actor/entropy", "response_length/mean", "val/avg/acc")
+STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red"}
+
+
+class LiveProgress:
+    def __init__(self, spec: SweepSpec, initial: dict[str, str], console: Console | None = None):
+        self.spec = spec
+        self.total_steps = {t.trial_id: t.config.trainer.steps for t in spec.trials}
+        self.rows = {t.trial_id: {"state": initial.get(t.trial_id, "PENDING"), "step": 0, "metrics": {}}
+                     for t in spec.trials}
+        self.started = time.time()
+        self.done_at_start = sum(self._steps_done().values())
+        self.console = console or Console()
+        self.live: Live | None = None
+        self.last_render = 0.0
+
+    def _steps_done(self) -> dict[str, int]:
+        return {tid: (self.total_steps[tid] if r["state"] in ("FINISHED", "SKIPPED") else r["step"])
+                for tid, r in self.rows.items()}
+
+    def eta_seconds(self) -> float | None:
+        done = sum(self._steps_done().values())
+        rate = (done - self.done_at_start) / max(time.time() - self.started, 1e-9)
+        if rate <= 0:
+            return None
+        return (sum(self.total_steps.values()) - done) / rate
+
+    def table(self) -> Table:
+        counts = {}
+        for r in self.rows.values():
+            counts[r["state"]] = counts.get(r["state"], 0) + 1
+        eta = self.eta_seconds()
+        summary = "  ".join(f"{k.lower()}: {v}" for k, v in sorted(counts.items()))
+        title = f"sweep {self.spec.name}  [{summary}]  ETA {_fmt_time(eta)}"
+        table = Table(title=title, expand=False)
+        for col in ("trial", "state", "step") + SHOWN:
+            table.add_column(col, justify="left" if col in ("trial", "state") else "right")
+        order = {"RUNNING": 0, "FAILED": 1, "PENDING": 2, "FINISHED": 3, "SKIPPED": 4}
+        for tid, r in sorted(self.rows.items(), key=lambda kv: (order[kv[1]["state"]], kv[0])):
+            m = r["metrics"]
+            step = self.total_steps[tid] if r["state"] in ("FINISHED", "SKIPPED") else r["step"]
+            table.add_row(tid, f"[{STYLE[r['state']]}]{r['state']}[/]", f"{step}/{self.total_steps[tid]}",
+                          *[f"{m[k]:.3f}" if k in m else "" for k in SHOWN])
+        return table
+
+    def update(self, trial_id: str, state: str, step: int | None = None, metrics: dict | None = None) -> None:
+        row = self.rows[trial_id]
+        row["state"] = state
+        if step is not None:
+            row["step"] = step
+        if metrics:
+            row["metrics"].update(metrics)
+        if self.live and (time.time() - self.last_render > 0.5 or state != "RUNNING"):
+            self.live.update(self.table())
+            self.last_render = time.time()
+
+    def __enter__(self):
+        self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False)
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.update(self.table())
+        self.live.__exit__(*exc)
+        self.live = None
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "--"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"

@@ -1,0 +1,255 @@
+"""Run an expanded sweep as Ray Tune trials, tracked in MLflow by the driver; resumable.
+
+    result = run_sweep(spec, RunOptions(run_dir=Path("runs")))
+
+* Local ``ray.init`` by default (temp dir ``<run dir>/.ray``, nothing in ~/.ray), or
+  ``address=`` to join an existing cluster; per-trial resources from the spec.
+* Trials report through ``tune.report`` (checkpoints included); the driver-side callback
+  ``MlflowLogger`` is the only MLflow writer. ``FailureConfig(max_failures)`` retries a crashed
+  trial from its last checkpoint; steps it replays are not logged twice.
+* Re-running the same command resumes: FINISHED trials (in MLflow) are skipped, interrupted ones
+  restart from their newest checkpoint under ``<run dir>/<sweep>/ray_results``, new seeds or
+  variants added to the spec simply run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeps.progress import LiveProgress
+from sweeps.spec import SweepSpec, Trial
+from sweeps.tracking import SweepTracker, default_tracking_uri
+
+LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
+STEP_FILE = "STEP"
+
+
+@dataclass
+class RunOptions:
+    run_dir: Path = Path("runs")
+    """Project run directory: MLflow store, Ray temp dir, trial results, reports."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI; default sqlite:///<run_dir>/mlflow.db."""
+    address: str | None = None
+    """Ray cluster address to join (e.g. ray://head:10001 or auto); default: a local ray.init."""
+    num_cpus: int | None = None
+    """CPUs of the local Ray instance (default: all)."""
+    show_progress: bool = True
+    """Live rich table on the terminal."""
+
+
+@dataclass
+class SweepResult:
+    tracking_uri: str
+    parent_run_id: str
+    statuses: dict[str, str]  # trial id -> FINISHED / FAILED / SKIPPED
+    seconds: float
+
+
+def prepare_environment(run_dir: Path) -> None:
+    """Keep every write inside the run directory and silence Ray's extras."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("HF_HOME", str((run_dir / ".cache" / "huggingface").resolve()))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("MPLCONFIGDIR", str((run_dir / ".cache" / "matplotlib").resolve()))
+
+
+def latest_checkpoint(results_dir: Path, trial_id: str) -> Path | None:
+    """Newest checkpoint of a trial across earlier attempts (by the step it holds)."""
+    best, best_step = None, -1
+    for step_file in results_dir.glob(f"*/{trial_id}/checkpoint_*/{STEP_FILE}"):
+        try:
+            step = int(step_file.read_text().strip())
+        except ValueError:
+            continue
+        if step > best_step:
+            best, best_step = step_file.parent, step
+    return best
+
+
+# ---- the trial function (runs in a Ray worker) ------------------------------------------
+
+
+def run_trial(config: dict) -> None:
+    """Ray Tune function trainable: one trial of the configured backend."""
+    import ray
+    from ray import tune
+
+    from trainers.api import get_trainer
+    from trainers.config import TrialConfig
+
+    payload = config["trial"]
+    cfg = TrialConfig.from_dict(payload["config"], source=payload["trial_id"])
+    scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=payload["scratch_dir"]))
+    resume = None
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:  # a retry after a crash, within this run
+        resume = Path(checkpoint.to_directory(str(scratch / "resume")))
+    elif payload.get("resume_from") and Path(payload["resume_from"]).is_dir():  # an earlier run of the sweep
+        resume = Path(payload["resume_from"])
+    meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
+            "pid": os.getpid()}
+    last_val: dict[str, float] = {}
+
+    def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
+        last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
+        result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta)}
+        if checkpoint_dir is None:
+            tune.report(result)
+            return
+        (Path(checkpoint_dir) / STEP_FILE).write_text(str(step))
+        tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)  # Tune keeps its persisted copy
+
+    try:
+        get_trainer(cfg.backend)(cfg, report, resume_from=resume, workdir=scratch / "checkpoints", log=lambda s: None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ---- the driver -------------------------------------------------------------------------
+
+
+def _make_logger(tracker: SweepTracker, trials: dict[str, Trial], progress: LiveProgress | None):
+    from ray.tune import Callback
+
+    class MlflowLogger(Callback):
+        """Driver-side single writer: Tune results -> MLflow child runs, in batches."""
+
+        def on_trial_start(self, iteration, trials_, trial, **info):
+            tid = trial.config["trial"]["trial_id"]
+            tracker.start_trial(trials[tid])
+            if progress:
+                progress.update(tid, state="RUNNING")
+
+        def on_trial_result(self, iteration, trials_, trial, result, **info):
+            tid = trial.config["trial"]["trial_id"]
+            step = int(result["step"])
+            metrics = {k: v for k, v in result.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
+            if step == 0 or tracker.last_step(tid) < 0:
+                meta = json.loads(result.get("meta", "{}"))
+                tracker.set_tags(tid, {f"ray.{k}": v for k, v in meta.items()})
+            tracker.log_result(tid, step, metrics)
+            if progress:
+                progress.update(tid, state="RUNNING", step=step, metrics=metrics)
+
+        def on_trial_complete(self, iteration, trials_, trial, **info):
+            tid = trial.config["trial"]["trial_id"]
+            tracker.end_trial(tid, "FINISHED")
+            if progress:
+                progress.update(tid, state="FINISHED")
+
+        def on_trial_error(self, iteration, trials_, trial, **info):
+            tid = trial.config["trial"]["trial_id"]
+            has_file = trial.error_file and Path(trial.error_file).is_file()
+            error = Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
+            tracker.end_trial(tid, "FAILED", error=str(error))
+            if progress:
+                progress.update(tid, state="FAILED")
+
+    return MlflowLogger()
+
+
+def _init_ray(options: RunOptions, run_dir: Path) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    if options.address:
+        ray.init(address=options.address, log_to_driver=False)
+    else:
+        temp = run_dir.resolve() / ".ray"
+        temp.mkdir(parents=True, exist_ok=True)
+        ray.init(num_cpus=options.num_cpus, _temp_dir=str(temp), include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+
+
+def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
+    """Run every trial of ``spec`` that is not FINISHED yet; returns the per-trial statuses."""
+    from ray import tune
+
+    started = time.time()
+    run_dir = options.run_dir.resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    prepare_environment(run_dir)
+    tracking_uri = options.tracking_uri or default_tracking_uri(run_dir)
+    tracker = SweepTracker(spec, tracking_uri, run_dir)  # DB, experiment, parent run: before any trial
+    sweep_dir = run_dir / spec.name
+    results_dir = sweep_dir / "ray_results"
+    scratch = sweep_dir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    statuses = {t.trial_id: "SKIPPED" for t in spec.trials if tracker.finished(t)}
+    pending = [t for t in spec.trials if t.trial_id not in statuses]
+    by_id = {t.trial_id: t for t in spec.trials}
+    progress = LiveProgress(spec, statuses) if options.show_progress else None
+    status = "FINISHED"
+    try:
+        if pending:
+            payloads = []
+            for t in pending:
+                ckpt = latest_checkpoint(results_dir, t.trial_id)
+                payloads.append({"trial_id": t.trial_id, "config": t.config.to_dict(), "scratch_dir": str(scratch),
+                                 "resume_from": str(ckpt) if ckpt else None})
+            _init_ray(options, run_dir)
+            tuner = tune.Tuner(
+                tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
+                param_space={"trial": tune.grid_search(payloads)},
+                tune_config=tune.TuneConfig(max_concurrent_trials=spec.max_concurrent,
+                                            scheduler=_scheduler(spec), trial_dirname_creator=_dirname,
+                                            trial_name_creator=_dirname),
+                run_config=tune.RunConfig(
+                    name=time.strftime("attempt-%Y%m%d-%H%M%S"), storage_path=str(results_dir),
+                    failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+                    checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                    callbacks=[_make_logger(tracker, by_id, progress)], verbose=0),
+            )
+            if progress:
+                with progress:
+                    grid = tuner.fit()
+            else:
+                grid = tuner.fit()
+            for r in grid:
+                tid = r.config["trial"]["trial_id"]
+                statuses[tid] = "FAILED" if r.error else "FINISHED"
+            if any(s == "FAILED" for s in statuses.values()):
+                status = "FAILED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    except Exception:
+        status = "FAILED"
+        tracker.client.set_tag(tracker.parent_id, "error", traceback.format_exc()[-4000:])
+        raise
+    finally:
+        tracker.end_sweep(status)
+    return SweepResult(tracking_uri, tracker.parent_id, statuses, time.time() - started)
+
+
+def _dirname(trial) -> str:
+    return trial.config["trial"]["trial_id"]
+
+
+def _scheduler(spec: SweepSpec):
+    if not spec.scheduler:
+        return None
+    from ray.tune.schedulers import ASHAScheduler
+
+    s = spec.scheduler
+    metric = s["metric"]
+    return ASHAScheduler(metric=f"last/{metric}" if metric.startswith("val/") else metric, mode=s["mode"],
+                         time_attr="step", grace_period=s["grace_period"], reduction_factor=s["reduction_factor"],
+                         max_t=max(t.config.trainer.steps for t in spec.trials))

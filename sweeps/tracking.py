@@ -1,0 +1,139 @@
+"""MLflow tracking for a sweep; the driver is the only writer.
+
+Layout: experiment = sweep name; one parent run per sweep (tags role=parent, sweep); one nested
+child run per trial (run name = trial id; params = flattened resolved config; tags trial_id,
+config, method, algorithm, variant, seed, model, backend, role=trial). Metrics arrive through
+Ray Tune results and are written in batches (``log_batch``). Re-running a sweep reuses the
+parent and the child runs (found by tag), continues after the last logged step (no duplicated
+steps), and never re-runs a FINISHED trial.
+
+Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from sweeps.spec import SweepSpec, Trial, _flatten
+
+BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
+MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
+
+
+def default_tracking_uri(run_dir: Path) -> str:
+    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+class SweepTracker:
+    """Creates/reuses the experiment, parent and child runs; buffers and writes metrics."""
+
+    def __init__(self, spec: SweepSpec, tracking_uri: str, run_dir: Path):
+        self.spec = spec
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.tracking_uri = tracking_uri
+        exp = self.client.get_experiment_by_name(spec.name)
+        if exp is None:
+            artifacts = (run_dir / "mlartifacts").resolve().as_uri() if tracking_uri.startswith("sqlite") else None
+            self.experiment_id = self.client.create_experiment(spec.name, artifact_location=artifacts)
+        else:
+            self.experiment_id = exp.experiment_id
+        parents = self.client.search_runs([self.experiment_id], "tags.role = 'parent'", max_results=1,
+                                          order_by=["attributes.start_time ASC"])
+        if parents:
+            self.parent_id = parents[0].info.run_id
+            self.client.update_run(self.parent_id, status="RUNNING")
+        else:
+            run = self.client.create_run(self.experiment_id, run_name=spec.name,
+                                         tags={"role": "parent", "sweep": spec.name})
+            self.parent_id = run.info.run_id
+        self.client.log_artifact(self.parent_id, str(spec.path), "spec")
+        self.children = self._existing_children()  # trial_id -> run info dict
+        self.buffers: dict[str, list[Metric]] = {}
+        self.last_flush: dict[str, float] = {}
+
+    def _existing_children(self) -> dict[str, dict]:
+        runs = self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_id}'",
+                                       max_results=50_000)
+        out = {}
+        for r in runs:
+            tid = r.data.tags.get("trial_id")
+            if tid:
+                out[tid] = {"run_id": r.info.run_id, "status": r.info.status,
+                            "last_step": int(r.data.metrics.get("trial/step", -1))}
+        return out
+
+    def finished(self, trial: Trial) -> bool:
+        info = self.children.get(trial.trial_id)
+        return bool(info and info["status"] == "FINISHED" and info["last_step"] >= trial.config.trainer.steps)
+
+    def last_step(self, trial_id: str) -> int:
+        info = self.children.get(trial_id)
+        return info["last_step"] if info else -1
+
+    def start_trial(self, trial: Trial) -> str:
+        """Create (or reopen) the child run of a trial; returns its run id."""
+        info = self.children.get(trial.trial_id)
+        if info:
+            self.client.update_run(info["run_id"], status="RUNNING")
+            info["status"] = "RUNNING"
+            return info["run_id"]
+        tags = {"mlflow.parentRunId": self.parent_id, "role": "trial", "sweep": self.spec.name, **trial.tags}
+        run = self.client.create_run(self.experiment_id, run_name=trial.trial_id, tags=tags)
+        run_id = run.info.run_id
+        params = [Param(k, str(v)[:6000]) for k, v in _flatten(trial.config.to_dict()).items()]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(run_id, params=params[i:i + 100])
+        self.client.log_dict(run_id, trial.config.to_dict(), "config/trial.yaml")
+        self.children[trial.trial_id] = {"run_id": run_id, "status": "RUNNING", "last_step": -1}
+        return run_id
+
+    def log_result(self, trial_id: str, step: int, metrics: dict[str, float], force: bool = False) -> None:
+        """Buffer one step's metrics (steps already logged are skipped: retries replay them)."""
+        info = self.children[trial_id]
+        if step <= info["last_step"]:
+            return
+        now_ms = int(time.time() * 1000)
+        buf = self.buffers.setdefault(trial_id, [])
+        buf.extend(Metric(k, float(v), now_ms, step) for k, v in metrics.items())
+        buf.append(Metric("trial/step", float(step), now_ms, step))
+        info["last_step"] = step
+        if force or time.time() - self.last_flush.get(trial_id, 0.0) > BATCH_SECONDS:
+            self.flush(trial_id)
+
+    def flush(self, trial_id: str | None = None) -> None:
+        for tid in [trial_id] if trial_id else list(self.buffers):
+            buf = self.buffers.pop(tid, [])
+            run_id = self.children[tid]["run_id"]
+            for i in range(0, len(buf), MAX_BATCH):
+                self.client.log_batch(run_id, metrics=buf[i:i + MAX_BATCH])
+            self.last_flush[tid] = time.time()
+
+    def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
+        run_id = self.children[trial_id]["run_id"]
+        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def end_trial(self, trial_id: str, status: str, error: str | None = None) -> None:
+        self.flush(trial_id)
+        run_id = self.children[trial_id]["run_id"]
+        if error:
+            self.client.set_tag(run_id, "error", error[:4000])
+            self.client.log_text(run_id, error, "error.txt")
+        self.client.set_terminated(run_id, status=status)
+        self.children[trial_id]["status"] = status
+
+    def end_sweep(self, status: str) -> None:
+        """Flush everything; close still-RUNNING children (KILLED) and the parent."""
+        self.flush()
+        for info in self.children.values():
+            if info["status"] == "RUNNING":
+                self.client.set_terminated(info["run_id"], status="KILLED")
+                info["status"] = "KILLED"
+        self.client.set_terminated(self.parent_id, status=status)
+
+    def log_report(self, files: list[Path]) -> None:
+        for f in files:
+            self.client.log_artifact(self.parent_id, str(f), "report")
