@@ -19,10 +19,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dashboards.cli import report_cmd, table_cmd
-from sweeps.spec import SpecError, SweepSpec, load_spec
+from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
 
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
                   no_args_is_help=True, add_completion=False)
@@ -38,21 +39,22 @@ TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLfl
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
     spec_overrides, base_overrides = [], []
     for o in overrides:
-        key = o.split("=", 1)[0]
-        (spec_overrides if key in ("seeds", "max_concurrent", "max_failures", "name") or key.startswith(("base.", "resources."))
-         else base_overrides).append(o)
+        key = o.split("=", 1)[0].strip()
+        (spec_overrides if key.split(".")[0] in SPEC_KEYS else base_overrides).append(o)  # seeds, search.num_samples, ...
     # trainer.steps=50 is shorthand for base.trainer.steps=50
     all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + [f"base.{o}" for o in base_overrides]
     try:
         return load_spec(spec, all_overrides)
     except SpecError as err:
-        console.print(f"[red]error:[/] {err}")
+        console.print(f"[red]error:[/] {escape(str(err))}", soft_wrap=True)  # paths stay whole for copy-paste
         raise typer.Exit(2)
 
 
 def print_trials(spec: SweepSpec) -> None:
     table = Table(title=f"{spec.name}: {len(spec.trials)} trials")
-    for col in ("trial id", "method", "algorithm", "params", "seed", "steps"):
+    # the id column is never cut: ids are what `sweep status` and MLflow run names show
+    table.add_column("trial id", no_wrap=True, min_width=max(len(t.trial_id) for t in spec.trials))
+    for col in ("method", "algorithm", "params", "seed", "steps"):
         table.add_column(col)
     for t in spec.trials:
         params = ", ".join(f"{k}={v}" for k, v in t.config.algorithm.params.items())
@@ -75,19 +77,20 @@ def run(
     address: Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster (e.g. auto or ray://head:10001).")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
+    ray_temp_dir: Annotated[Optional[Path], typer.Option("--ray-temp-dir", help="Local Ray temp dir (default <run-dir>/.ray; keep it short).")] = None,
 ) -> None:
     """Run (or resume) every trial of a sweep, then write the tables and the HTML report.
 
     Examples: sweep run dhpo_vs_baselines.yaml | sweep run my.yaml trainer.steps=50 seeds=[0] --dry-run
     """
-    from sweeps.runner import RunOptions, run_sweep
-
     loaded = _load(spec, overrides or [], smoke)
     print_trials(loaded)
     if dry_run:
         return
+    from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec
+
     result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
-                                          show_progress=not no_progress))
+                                          show_progress=not no_progress, ray_temp_dir=ray_temp_dir))
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
     console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {result.tracking_uri} "
                   f"(parent run {result.parent_run_id})")
@@ -108,7 +111,8 @@ def resume(
     address: Annotated[Optional[str], typer.Option("--address")] = None,
 ) -> None:
     """Resume an interrupted sweep: identical to running it again (finished trials are skipped)."""
-    run(spec, overrides, run_dir=run_dir, tracking_uri=tracking_uri, address=address)
+    run(spec, overrides, dry_run=False, smoke=False, run_dir=run_dir, tracking_uri=tracking_uri, address=address,
+        no_report=False, no_progress=False, ray_temp_dir=None)
 
 
 @app.command()

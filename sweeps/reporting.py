@@ -5,6 +5,7 @@ Called by ``sweep run`` after the last trial; ``sweep report NAME`` does the sam
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from rich.console import Console
@@ -16,8 +17,14 @@ from sweeps.spec import SweepSpec
 
 def write_sweep_report(spec: SweepSpec, result: SweepResult, run_dir: Path, console: Console) -> dict[str, Path]:
     out_dir = run_dir.resolve() / spec.name / "report"
+    report = copy.deepcopy(spec.report)
+    table = report.setdefault("table", {})
+    # Unless the spec says otherwise: benchmarks in config order, methods in spec order.
+    table.setdefault("benchmarks", list(spec.trials[0].config.data.benchmarks))
+    if table.get("rows", "method") == "method":
+        table.setdefault("methods", list(dict.fromkeys(t.method for t in spec.trials)))
     paths = report_from_mlflow(spec.name, tracking_uri=result.tracking_uri, out_dir=out_dir,
-                               config=ReportConfig.from_dict(spec.report), parent_run_id=result.parent_run_id)
+                               config=ReportConfig.from_dict(report), parent_run_id=result.parent_run_id)
     if "md" in paths:
         console.print(paths["md"].read_text(), markup=False, highlight=False)
     if "html" in paths:

@@ -43,6 +43,8 @@ class RunOptions:
     """CPUs of the local Ray instance (default: all)."""
     show_progress: bool = True
     """Live rich table on the terminal."""
+    ray_temp_dir: Path | None = None
+    """Local Ray temp dir (keep it short: Unix socket paths); default <run_dir>/.ray."""
 
 
 @dataclass
@@ -59,7 +61,8 @@ def prepare_environment(run_dir: Path) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("HF_HOME", str((run_dir / ".cache" / "huggingface").resolve()))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -84,6 +87,12 @@ def latest_checkpoint(results_dir: Path, trial_id: str) -> Path | None:
 # ---- the trial function (runs in a Ray worker) ------------------------------------------
 
 
+def _checkpoint_step(directory: Path | None) -> int:
+    if directory is None or not (directory / STEP_FILE).is_file():
+        return 0
+    return int((directory / STEP_FILE).read_text().strip())
+
+
 def run_trial(config: dict) -> None:
     """Ray Tune function trainable: one trial of the configured backend."""
     import ray
@@ -102,7 +111,7 @@ def run_trial(config: dict) -> None:
     elif payload.get("resume_from") and Path(payload["resume_from"]).is_dir():  # an earlier run of the sweep
         resume = Path(payload["resume_from"])
     meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
-            "pid": os.getpid()}
+            "pid": os.getpid(), "resumed_from": _checkpoint_step(resume)}
     last_val: dict[str, float] = {}
 
     def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
@@ -124,36 +133,39 @@ def run_trial(config: dict) -> None:
 # ---- the driver -------------------------------------------------------------------------
 
 
-def _make_logger(tracker: SweepTracker, trials: dict[str, Trial], progress: LiveProgress | None):
+def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveProgress | None):
     from ray.tune import Callback
+
+    seen_meta: dict[str, str] = {}
 
     class MlflowLogger(Callback):
         """Driver-side single writer: Tune results -> MLflow child runs, in batches."""
 
-        def on_trial_start(self, iteration, trials_, trial, **info):
+        def on_trial_start(self, iteration, trials, trial, **info):
             tid = trial.config["trial"]["trial_id"]
-            tracker.start_trial(trials[tid])
+            tracker.start_trial(by_id[tid])
             if progress:
                 progress.update(tid, state="RUNNING")
 
-        def on_trial_result(self, iteration, trials_, trial, result, **info):
+        def on_trial_result(self, iteration, trials, trial, result, **info):
             tid = trial.config["trial"]["trial_id"]
             step = int(result["step"])
             metrics = {k: v for k, v in result.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
-            if step == 0 or tracker.last_step(tid) < 0:
-                meta = json.loads(result.get("meta", "{}"))
-                tracker.set_tags(tid, {f"ray.{k}": v for k, v in meta.items()})
+            meta = result.get("meta", "{}")
+            if meta != seen_meta.get(tid):  # first result of each (re)start of the trial
+                seen_meta[tid] = meta
+                tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
             tracker.log_result(tid, step, metrics)
             if progress:
                 progress.update(tid, state="RUNNING", step=step, metrics=metrics)
 
-        def on_trial_complete(self, iteration, trials_, trial, **info):
+        def on_trial_complete(self, iteration, trials, trial, **info):
             tid = trial.config["trial"]["trial_id"]
             tracker.end_trial(tid, "FINISHED")
             if progress:
                 progress.update(tid, state="FINISHED")
 
-        def on_trial_error(self, iteration, trials_, trial, **info):
+        def on_trial_error(self, iteration, trials, trial, **info):
             tid = trial.config["trial"]["trial_id"]
             has_file = trial.error_file and Path(trial.error_file).is_file()
             error = Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
@@ -172,7 +184,7 @@ def _init_ray(options: RunOptions, run_dir: Path) -> None:
     if options.address:
         ray.init(address=options.address, log_to_driver=False)
     else:
-        temp = run_dir.resolve() / ".ray"
+        temp = (options.ray_temp_dir or run_dir / ".ray").resolve()
         temp.mkdir(parents=True, exist_ok=True)
         ray.init(num_cpus=options.num_cpus, _temp_dir=str(temp), include_dashboard=False,
                  log_to_driver=False, configure_logging=False)

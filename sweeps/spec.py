@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,14 @@ TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm
 SHORT = {"eps_low": "lo", "eps_high": "hi", "tau_pos": "tp", "tau_neg": "tn", "eps_low_token": "lot",
          "eps_high_token": "hit", "eps_low_seq": "los", "eps_high_seq": "his", "entropy_norm": "norm"}
 METHOD_NAMES = {"grpo": "GRPO", "gspo": "GSPO", "gmpo": "GMPO", "cispo": "CISPO", "sapo": "SAPO"}
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader that reads ``3e-4`` as a float (YAML 1.2, as Hydra/OmegaConf do), not as a string."""
+
+
+_SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                                  list("-+0123456789"))
 
 
 class SpecError(ValueError):
@@ -168,6 +177,8 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
                 raise SpecError(f"{where}.clip: expected a mapping with 'low' and/or 'high', got {value!r}")
             for side, v in value.items():
                 pairs.append((f"algorithm.params.eps_{side}", v))
+        elif key == "seed":  # the trial seed is set per trial from the spec's `seeds`
+            raise SpecError(f"{where}.seed: a variant cannot set the seed; list seeds in the top-level 'seeds' key")
         elif key in param_names:
             pairs.append((f"algorithm.params.{key}", value))
         elif key.split(".")[0] in TRIAL_SECTIONS:
@@ -245,7 +256,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     path = resolve_spec_path(name_or_path)
     src = str(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_SpecLoader)
     except yaml.YAMLError as err:
         raise SpecError(f"{src}: not valid YAML: {err}") from None
     if not isinstance(raw, dict):
@@ -399,5 +410,6 @@ def _check_report(report: Any, src: str) -> dict:
     except ImportError:
         pass
     except ValueError as err:
-        raise SpecError(f"{src}: report: {err}") from None
+        msg = str(err)
+        raise SpecError(f"{src}: {msg}" if msg.startswith("report") else f"{src}: report: {msg}") from None
     return report

@@ -68,7 +68,7 @@ class DataConfig:
 
 @dataclass
 class WarmStartConfig:
-    steps: int = 300
+    steps: int = 1500
     """Supervised steps on reference solutions that build the base policy (0 = random init)."""
     lr: float = 3e-3
     """Learning rate of the warm start."""
@@ -177,6 +177,11 @@ def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             fail("an integer")
     elif kind.startswith("float"):
+        if isinstance(value, str):  # YAML 1.1 reads '5e-3' (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                fail("a number")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             fail("a number")
         value = float(value)

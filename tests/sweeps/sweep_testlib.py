@@ -1,0 +1,89 @@
+"""Helpers for the end-to-end sweep tests: tiny specs, short Ray temp dirs, MLflow queries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from mlflow.tracking import MlflowClient
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_CACHE = REPO / ".cache" / "test_base_models"  # shared by tests: a 30-step base is built once
+
+
+def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=None, max_concurrent=2,
+               max_failures=2, resources=None, checkpoint_every=2) -> Path:
+    spec = {
+        "name": name,
+        "defaults": [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}],
+        "base": {
+            "trainer": {"steps": steps, "eval_every": 2, "checkpoint_every": checkpoint_every, "prompts_per_step": 2,
+                        "group_size": 4, "max_new_tokens": 24, "eval_k": 1},
+            "data": {"eval_size": 4, "train_size": 200},
+            "warm_start": {"steps": 30, "cache_dir": str(TEST_CACHE)},
+        },
+        "seeds": list(seeds),
+        "max_concurrent": max_concurrent,
+        "max_failures": max_failures,
+        "resources": resources or {"cpus": 1, "gpus": 0},
+        "variants": variants or [{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
+        "report": {"table": {"select_by": "val/avg/acc", "at": "final"}},
+    }
+    path = directory / f"{name}.yaml"
+    path.write_text(f"# sweep run {path.name}\n" + yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def short_ray_dir() -> Path:
+    """Ray's Unix sockets need short paths: a temp dir right under the repository."""
+    root = REPO / ".rt"
+    root.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=root))
+
+
+def client_for(run_dir: Path) -> MlflowClient:
+    return MlflowClient(f"sqlite:///{(run_dir / 'mlflow.db').resolve()}")
+
+
+def children(client: MlflowClient, sweep: str) -> dict[str, object]:
+    exp = client.get_experiment_by_name(sweep)
+    if exp is None:
+        return {}
+    runs = client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=1000)
+    return {r.data.tags["trial_id"]: r for r in runs}
+
+
+def steps_of(client: MlflowClient, run_id: str, key: str) -> list[int]:
+    return sorted(m.step for m in client.get_metric_history(run_id, key))
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"condition not met within {timeout}s")
+
+
+def kill_ray_processes(marker: Path) -> None:
+    """Kill leftover Ray processes of a killed driver (their command lines hold the temp dir)."""
+    subprocess.run(["pkill", "-9", "-f", str(marker)], check=False)
+
+
+def sweep_command(spec: Path, run_dir: Path, ray_dir: Path) -> list[str]:
+    env_python = REPO / ".venv" / "bin" / "python"
+    python = str(env_python) if env_python.exists() else "python"
+    return [python, "-m", "sweeps.cli", "run", str(spec), "--run-dir", str(run_dir), "--no-progress", "--no-report",
+            "--ray-temp-dir", str(ray_dir)]
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -1,0 +1,151 @@
+"""Tests for the `sweep` command line that need no Ray and no MLflow: dry runs, overrides, --smoke.
+
+`sweep run <spec> --dry-run` must list every trial id and the resources line and create no files;
+a spec that fails validation exits with code 2 (see also test_sweep_spec.py, malformed specs).
+The runner module is replaced by a stub, so a test that wrongly gets past the dry run fails
+instead of starting Ray.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sweeps.cli import SMOKE_OVERRIDES, _load, app
+from sweeps.spec import CONFIGS_DIR, load_spec
+
+SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
+
+
+@pytest.fixture
+def empty_cwd(tmp_path, monkeypatch) -> Path:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    runner = types.ModuleType("sweeps.runner")
+    runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail("the sweep was run, not listed")
+    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
+    return cwd
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())  # rich wraps long lines at the terminal width
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
+    spec = load_spec(path)
+    result = invoke("run", path.name, "--dry-run")
+    assert result.exit_code == 0, result.output
+    for t in spec.trials:
+        assert t.trial_id in result.output, f"{t.trial_id} missing (or cut) in the dry-run table"
+    out = flat(result.output)
+    r = spec.resources
+    assert f"{spec.name}: {len(spec.trials)} trials" in out
+    assert f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}" in out
+    assert f"retries per trial: {spec.max_failures}" in out
+    assert list(empty_cwd.iterdir()) == [], "a dry run must not create files (runs/, mlflow.db, .ray)"
+
+
+@pytest.mark.parametrize("name", ["dhpo_clip_ablation", "dhpo_clip_ablation.yaml"])
+def test_dry_run_by_name_with_and_without_suffix(name, empty_cwd):
+    result = invoke("run", name, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "dhpo_clip_ablation: 12 trials" in flat(result.output)
+    assert "dhpo-entropy-unified-clip0.2-0.28.s2" in result.output
+    assert list(empty_cwd.iterdir()) == []
+
+
+def test_dry_run_with_overrides(empty_cwd):
+    result = invoke("run", "dhpo_vs_baselines.yaml", "trainer.steps=50", "seeds=[0]", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "dhpo_vs_baselines: 6 trials" in flat(result.output)
+    assert "grpo-clip0.2-0.2.s0" in result.output and ".s1" not in result.output
+    assert list(empty_cwd.iterdir()) == []
+
+
+def test_overrides_resolve_into_the_trial_configs(empty_cwd):
+    spec = _load("dhpo_vs_baselines", ["trainer.steps=50", "seeds=[0]"], smoke=False)
+    assert len(spec.trials) == 6
+    assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(50, 0)}
+    # untouched values keep the preset's
+    assert {t.config.trainer.group_size for t in spec.trials} == {8}
+
+
+def test_spec_level_overrides_are_not_sent_to_the_trial_config(tmp_path, empty_cwd):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nvariants: [{algorithm: grpo}]\n"
+                    "search: {metric: val/avg/acc, num_samples: 8, space: {trainer.lr: {type: float, low: 1.0e-4, high: 1.0e-2}}}\n")
+    spec = _load(str(path), ["search.num_samples=3", "resources.gpus=0.5", "max_failures=0", "base.trainer.lr=5e-4",
+                             "warm_start.steps=0"], smoke=False)
+    assert spec.search["num_samples"] == 3
+    assert (spec.resources.cpus, spec.resources.gpus) == (1.0, 0.5)
+    assert spec.max_failures == 0
+    (t,) = spec.trials
+    assert t.config.trainer.lr == 5e-4 and t.config.warm_start.steps == 0
+
+
+def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
+    full = load_spec("dhpo_vs_baselines")
+    spec = _load("dhpo_vs_baselines", [], smoke=True)
+    assert len(spec.trials) == len({t.config_id for t in full.trials}) == 6
+    assert {t.config.seed for t in spec.trials} == {0}
+    assert {t.config.trainer.steps for t in spec.trials} == {4}
+    assert all(t.config.trainer.eval_every <= t.config.trainer.steps for t in spec.trials)
+    assert "seeds=[0]" in SMOKE_OVERRIDES
+    result = invoke("run", "dhpo_vs_baselines", "--smoke", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "dhpo_vs_baselines: 6 trials" in flat(result.output)
+    assert list(empty_cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
+    spec = _load(str(path), [], smoke=True)
+    assert {t.config.seed for t in spec.trials} == {0}
+    assert max(t.config.trainer.steps for t in spec.trials) <= 10
+
+
+def test_explicit_overrides_win_over_smoke(empty_cwd):
+    spec = _load("dhpo_clip_ablation", ["trainer.steps=6", "seeds=[1]"], smoke=True)
+    assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(6, 1)}
+
+
+def test_bad_override_exits_2(empty_cwd):
+    result = invoke("run", "dhpo_vs_baselines", "trainer.group_size=1", "--dry-run")
+    assert result.exit_code == 2
+    assert "trainer.group_size" in flat(result.output)
+    assert list(empty_cwd.iterdir()) == []
+
+
+def test_unknown_spec_exits_2_and_lists_the_shipped_ones(empty_cwd):
+    result = invoke("run", "dhpo_vs_baselinez", "--dry-run")
+    assert result.exit_code == 2
+    out = flat(result.output)
+    assert "spec file not found" in out and "dhpo_vs_baselines.yaml" in out
+    assert list(empty_cwd.iterdir()) == []
+
+
+def test_error_message_is_printed_verbatim(empty_cwd):
+    """Rich must neither eat bracketed text as markup nor break a long path inside the message."""
+    (empty_cwd / "bad.yaml").write_text("name: t\nbase: {data: {train_file: " + "d" * 90 + ".jsonl}}\n"
+                                        "variants: [{algorithm: grpo, data.benchmarks: [easy]}]\n")
+    result = invoke("run", "bad.yaml", "--dry-run")
+    assert result.exit_code == 2
+    assert str(empty_cwd / ("d" * 90 + ".jsonl")) in result.output
+    assert "variants[0]" in result.output
+
+
+def test_ls_objectives_lists_the_registry():
+    result = invoke("ls-objectives")
+    assert result.exit_code == 0
+    for name in ("grpo", "gspo", "gmpo", "cispo", "sapo", "sspo", "dhpo"):
+        assert f"{name}:" in result.output

@@ -1,0 +1,179 @@
+"""End-to-end sweeps on real Ray and a real MLflow sqlite store (built-in trainer, smoke size)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from sweeps.runner import RunOptions, run_sweep
+from sweeps.spec import load_spec
+from sweep_testlib import (
+    children, client_for, kill_ray_processes, short_ray_dir, steps_of, subprocess_env, sweep_command, wait_for,
+    write_spec,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def local_ray():
+    import ray
+
+    ray.shutdown()
+    yield
+    ray.shutdown()
+
+
+def _run(spec_path: Path, run_dir: Path, ray_dir: Path, **kw):
+    return run_sweep(load_spec(spec_path), RunOptions(run_dir=run_dir, show_progress=False, num_cpus=2,
+                                                      ray_temp_dir=ray_dir, **kw))
+
+
+def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
+    spec = write_spec(tmp_path, "e2e_small")
+    run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
+    result = _run(spec, run_dir, ray_dir)
+    assert set(result.statuses.values()) == {"FINISHED"} and len(result.statuses) == 4
+
+    client = client_for(run_dir)
+    exp = client.get_experiment_by_name("e2e_small")
+    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    kids = children(client, "e2e_small")
+    assert sorted(kids) == ["dhpo-entropy.s0", "dhpo-entropy.s1", "grpo.s0", "grpo.s1"]
+    for tid, run in kids.items():
+        assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["method"] == ("DHPO-E" if tid.startswith("dhpo") else "GRPO")
+        assert run.data.params["trainer.steps"] == "6"
+        for key in ("actor/entropy", "response_length/mean"):
+            assert steps_of(client, run.info.run_id, key) == [1, 2, 3, 4, 5, 6], (tid, key)
+        assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6]
+    assert "actor/mix_weight" in kids["dhpo-entropy.s0"].data.metrics
+
+    # Same command again: nothing re-runs, nothing changes.
+    before = {tid: (r.info.run_id, len(client.get_metric_history(r.info.run_id, "actor/entropy"))) for tid, r in kids.items()}
+    again = _run(spec, run_dir, ray_dir)
+    assert set(again.statuses.values()) == {"SKIPPED"}
+    after = children(client, "e2e_small")
+    assert {tid: (r.info.run_id, len(client.get_metric_history(r.info.run_id, "actor/entropy"))) for tid, r in after.items()} == before
+
+    # Extending the spec with a seed runs only the new trials.
+    spec = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2))
+    extended = _run(spec, run_dir, ray_dir)
+    assert {t for t, s in extended.statuses.items() if s == "FINISHED"} == {"grpo.s2", "dhpo-entropy.s2"}
+    assert len(children(client, "e2e_small")) == 6
+
+
+def test_killed_worker_is_retried_from_checkpoint_without_duplicates(tmp_path, local_ray):
+    spec = write_spec(tmp_path, "e2e_kill_worker", seeds=(0,), steps=14, variants=[{"algorithm": "grpo"}],
+                      max_concurrent=1)
+    run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
+    killed = {}
+
+    def killer():
+        client = client_for(run_dir)
+
+        def checkpointed_run():
+            if not (run_dir / "mlflow.db").exists():
+                return None
+            for run in children(client, "e2e_kill_worker").values():
+                if run.data.metrics.get("trial/step", 0) >= 5 and "ray.pid" in run.data.tags:
+                    return run
+            return None
+
+        run = wait_for(checkpointed_run, timeout=300)
+        killed["pid"] = int(run.data.tags["ray.pid"])
+        os.kill(killed["pid"], signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    result = _run(spec, run_dir, ray_dir)
+    thread.join(timeout=5)
+    assert "pid" in killed, "the worker was never killed"
+    assert result.statuses == {"grpo.s0": "FINISHED"}
+    client = client_for(run_dir)
+    run = children(client, "e2e_kill_worker")["grpo.s0"]
+    assert int(run.data.tags["ray.resumed_from"]) >= 2  # restarted from a checkpoint, not from scratch
+    assert int(run.data.tags["ray.pid"]) != killed["pid"]
+    assert steps_of(client, run.info.run_id, "actor/entropy") == list(range(1, 15))  # each step exactly once
+    assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6, 8, 10, 12, 14]
+
+
+def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path):
+    spec = write_spec(tmp_path, "e2e_kill_driver", seeds=(0,), steps=12,
+                      variants=[{"algorithm": "grpo"}, {"algorithm": "gspo"}, {"algorithm": "cispo"}], max_concurrent=1)
+    run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
+    client = client_for(run_dir)
+    proc = subprocess.Popen(sweep_command(spec, run_dir, ray_dir), env=subprocess_env(), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def one_finished_one_midway():
+        if not (run_dir / "mlflow.db").exists():
+            return None
+        kids = children(client, "e2e_kill_driver")
+        done = [r for r in kids.values() if r.info.status == "FINISHED"]
+        midway = [r for r in kids.values() if r.info.status == "RUNNING" and r.data.metrics.get("trial/step", 0) >= 5]
+        return (done, midway) if done and midway else None
+
+    try:
+        done, midway = wait_for(one_finished_one_midway, timeout=600)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kill_ray_processes(ray_dir)
+    finished_before = {r.data.tags["trial_id"]: (r.info.run_id, steps_of(client, r.info.run_id, "actor/entropy")) for r in done}
+    interrupted = midway[0].data.tags["trial_id"]
+
+    rerun = subprocess.run(sweep_command(spec, run_dir, ray_dir), env=subprocess_env(), capture_output=True, text=True,
+                           timeout=900)
+    kill_ray_processes(ray_dir)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    kids = children(client, "e2e_kill_driver")
+    assert len(kids) == 3 and all(r.info.status == "FINISHED" for r in kids.values())
+    for tid, (run_id, steps) in finished_before.items():
+        assert kids[tid].info.run_id == run_id
+        assert steps_of(client, run_id, "actor/entropy") == steps
+    resumed = kids[interrupted]
+    assert resumed.info.run_id == midway[0].info.run_id  # same child run continued
+    assert int(resumed.data.tags["ray.resumed_from"]) >= 2
+    for run in kids.values():
+        assert steps_of(client, run.info.run_id, "actor/entropy") == list(range(1, 13))
+    parents = client.search_runs([client.get_experiment_by_name("e2e_kill_driver").experiment_id], "tags.role = 'parent'")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+
+
+def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path):
+    import ray
+    from ray.cluster_utils import Cluster
+
+    ray.shutdown()
+    ray_dir = short_ray_dir()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "_temp_dir": str(ray_dir)})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1, num_gpus=1)
+        cluster.wait_for_nodes()
+        spec = write_spec(tmp_path, "e2e_cluster", seeds=(0, 1), steps=6, variants=[{"algorithm": "grpo"}],
+                          resources={"cpus": 1, "gpus": 1})
+        run_dir = tmp_path / "runs"
+        result = run_sweep(load_spec(spec), RunOptions(run_dir=run_dir, show_progress=False, address=cluster.address))
+        assert set(result.statuses.values()) == {"FINISHED"}
+        client = client_for(run_dir)
+        kids = children(client, "e2e_cluster")
+        assert len(kids) == 2
+        nodes = {r.data.tags["ray.node_id"] for r in kids.values()}
+        assert len(nodes) == 2  # one GPU per node: the two trials had to use different nodes
+        assert all(r.data.tags["ray.gpu_ids"] != "" for r in kids.values())
+        a, b = kids.values()
+        assert a.info.start_time < b.info.end_time and b.info.start_time < a.info.end_time  # ran concurrently
+        for run in kids.values():
+            assert steps_of(client, run.info.run_id, "actor/entropy") == [1, 2, 3, 4, 5, 6]
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

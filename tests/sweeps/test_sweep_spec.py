@@ -1,0 +1,422 @@
+"""Tests for sweeps.spec: every shipped spec, trial ids, grid expansion, and malformed specs.
+
+Shipped specs are found by glob, so a new configs/sweeps/*.yaml is covered without editing this file.
+Malformed specs must fail with a SpecError that names the file, the key path and what was expected,
+before anything (MLflow store, run directory) is created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sweeps.cli import app
+from sweeps.spec import CONFIGS_DIR, SpecError, SweepSpec, load_spec, resolve_spec_path
+from trainers.config import TrialConfig
+from trainers.objectives import get_objective
+
+SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
+TRIAL_ID = re.compile(r"^[a-z][a-z0-9]*(-[A-Za-z0-9_.+]+)*\.s\d+$")
+
+
+@lru_cache(maxsize=None)
+def _shipped(path: Path) -> SweepSpec:
+    return load_spec(path)
+
+
+@pytest.fixture
+def empty_cwd(tmp_path, monkeypatch) -> Path:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def resolved_params(cfg: TrialConfig):
+    """The objective's full parameters: the trial's explicit ones over the paper defaults."""
+    return get_objective(cfg.algorithm.name, **cfg.algorithm.params).params
+
+
+def by_config(spec: SweepSpec) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for t in spec.trials:
+        out.setdefault(t.config_id, []).append(t)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# every shipped spec
+
+
+def test_there_are_shipped_specs():
+    assert {p.stem for p in SHIPPED} >= {"dhpo_vs_baselines", "sspo_temperature_grid", "dhpo_clip_ablation"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_spec_opens_with_the_command_that_runs_it(path):
+    first = path.read_text().splitlines()[0]
+    m = re.fullmatch(r"# sweep run (\S+)(?: .*)?", first)
+    assert m, f"{path.name}: first line must be '# sweep run {path.name}', got {first!r}"
+    assert resolve_spec_path(m.group(1)).resolve() == path.resolve()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
+    spec = load_spec(path)
+    assert spec.name == path.stem  # the MLflow experiment is the sweep name
+    assert spec.trials
+    seeds = spec.raw.get("seeds", [0])
+    ids = [t.trial_id for t in spec.trials]
+    assert len(set(ids)) == len(ids), "trial ids must be unique"
+    for t in spec.trials:
+        assert TRIAL_ID.fullmatch(t.trial_id), t.trial_id
+        assert t.trial_id == f"{t.config_id}.s{t.config.seed}"
+        assert t.config_id.split("-")[0] == t.config.algorithm.name
+        assert isinstance(t.config, TrialConfig)
+        resolved_params(t.config)  # the objective accepts the parameters
+        assert t.method and t.tags["method"] == t.method and t.tags["seed"] == str(t.config.seed)
+    # every configuration runs once per seed, with the same config apart from the seed
+    for config_id, trials in by_config(spec).items():
+        assert sorted(t.config.seed for t in trials) == sorted(seeds), config_id
+        dicts = [{**t.config.to_dict(), "seed": None} for t in trials]
+        assert all(d == dicts[0] for d in dicts), f"{config_id}: seeds differ in more than the seed"
+    assert spec.report == spec.raw.get("report", {})
+    assert list(empty_cwd.iterdir()) == [], "loading a spec must not create files"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_spec_ids_are_deterministic(path):
+    a = [t.trial_id for t in load_spec(path).trials]
+    b = [t.trial_id for t in load_spec(path).trials]
+    assert a == b
+
+
+def test_trial_ids_do_not_depend_on_the_process(tmp_path):
+    """Same ids and order in a fresh interpreter with another hash seed (resume relies on it)."""
+    code = ("import json, sys; from sweeps.spec import load_spec; "
+            "print(json.dumps({p: [t.trial_id for t in load_spec(p).trials] for p in sys.argv[1:]}))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code, *map(str, SHIPPED)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    other = json.loads(out.strip().splitlines()[-1])
+    for p in SHIPPED:
+        assert other[str(p)] == [t.trial_id for t in _shipped(p).trials]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dhpo_vs_baselines_methods_and_app_d_clip_ranges():
+    spec = _shipped(CONFIGS_DIR / "sweeps" / "dhpo_vs_baselines.yaml")
+    assert len(spec.trials) == 6 * 3
+    groups = by_config(spec)
+    assert len(groups) == 6
+    methods = {trials[0].method: trials for trials in groups.values()}
+    assert set(methods) == {"GRPO", "GSPO", "GMPO", "CISPO", "DHPO-A", "DHPO-E"}
+    expected = {"GRPO": ("grpo", 0.2, 0.2), "GSPO": ("gspo", 3e-4, 4e-4), "GMPO": ("gmpo", 0.4, 0.4),
+                "CISPO": ("cispo", 10.0, 0.2)}
+    for method, (algo, low, high) in expected.items():
+        for t in methods[method]:
+            p = resolved_params(t.config)
+            assert t.config.algorithm.name == algo
+            assert (p.eps_low, p.eps_high) == pytest.approx((low, high)), method
+    for method, mixing in (("DHPO-A", "averaged"), ("DHPO-E", "entropy")):
+        for t in methods[method]:
+            p = resolved_params(t.config)
+            assert t.config.algorithm.name == "dhpo"
+            assert (p.mixing, p.clip_mode) == (mixing, "branch")
+            assert (p.eps_low_token, p.eps_high_token, p.eps_low_seq, p.eps_high_seq) == pytest.approx((0.2, 0.28, 0.2, 0.28))
+    assert {t.config.seed for t in spec.trials} == {0, 1, 2}
+    assert {t.trial_id for t in methods["DHPO-E"]} == {"dhpo-entropy-branch.s0", "dhpo-entropy-branch.s1",
+                                                        "dhpo-entropy-branch.s2"}
+
+
+def test_sspo_temperature_grid_is_the_app_a_grid():
+    spec = _shipped(CONFIGS_DIR / "sweeps" / "sspo_temperature_grid.yaml")
+    assert len(spec.trials) == 54
+    grid: dict[str, set] = {}
+    for trials in by_config(spec).values():
+        t = trials[0]
+        p = resolved_params(t.config)
+        name = t.config.algorithm.name
+        if name in ("grpo", "gmpo"):
+            point = (round(p.eps_low, 6), round(p.eps_high, 6))
+        elif name == "sapo":
+            point = (p.tau_neg, p.tau_pos)
+        else:
+            point = (p.gate, p.tau_neg, p.tau_pos) if p.gate != "gumbel" else ("gumbel",)
+        grid.setdefault(name, set()).add(point)
+        assert len(trials) == 3
+    assert grid["grpo"] == grid["gmpo"] == {(0.1, 0.1), (0.2, 0.2), (0.3, 0.3)}
+    assert grid["sapo"] == {(1.0, 1.05), (3.0, 4.0), (7.0, 8.0)}
+    gates = ("atanlog", "siglog", "expatan", "expsig")
+    assert grid["sspo"] == {(g, tn, tp) for g in gates for tn, tp in ((0.3, 0.2), (0.6, 0.5))} | {("gumbel",)}
+    # SSPO protocol: mu = 2 updates per rollout, greedy evaluation, for every trial
+    assert {(t.config.trainer.updates_per_rollout, t.config.trainer.eval_mode) for t in spec.trials} == {(2, "greedy")}
+    assert {t.method for t in spec.trials} == {"GRPO", "GMPO", "SAPO"} | {f"SSPO ({g})" for g in gates + ("gumbel",)}
+
+
+def test_dhpo_clip_ablation_is_mixing_by_clip_mode():
+    spec = _shipped(CONFIGS_DIR / "sweeps" / "dhpo_clip_ablation.yaml")
+    assert len(spec.trials) == 2 * 2 * 3
+    points = set()
+    for trials in by_config(spec).values():
+        p = resolved_params(trials[0].config)
+        points.add((p.mixing, p.clip_mode))
+        if p.clip_mode == "unified":
+            assert (p.eps_low, p.eps_high) == pytest.approx((0.2, 0.28))
+    assert points == {(m, c) for m in ("averaged", "entropy") for c in ("branch", "unified")}
+    assert {t.method for t in spec.trials} == {"DHPO-A", "DHPO-E", "DHPO-A (unified)", "DHPO-E (unified)"}
+
+
+# ---------------------------------------------------------------------------------------------
+# loading by name, overrides
+
+
+@pytest.mark.parametrize("name", ["dhpo_vs_baselines", "dhpo_vs_baselines.yaml"])
+def test_load_by_name_from_configs_sweeps(name, empty_cwd):
+    spec = load_spec(name)
+    assert spec.path.resolve() == (CONFIGS_DIR / "sweeps" / "dhpo_vs_baselines.yaml").resolve()
+    assert [t.trial_id for t in spec.trials] == [t.trial_id for t in _shipped(CONFIGS_DIR / "sweeps" / "dhpo_vs_baselines.yaml").trials]
+    assert list(empty_cwd.iterdir()) == []
+
+
+def test_a_file_in_the_cwd_wins_over_a_shipped_name(empty_cwd):
+    (empty_cwd / "dhpo_vs_baselines.yaml").write_text("name: mine\nvariants: [{algorithm: grpo}]\n")
+    assert load_spec("dhpo_vs_baselines.yaml").name == "mine"
+
+
+def test_unknown_spec_name_lists_the_shipped_specs(empty_cwd):
+    with pytest.raises(SpecError, match="spec file not found") as err:
+        load_spec("dhpo_vs_baselinez")
+    assert "dhpo_vs_baselines.yaml" in str(err.value)
+
+
+def test_overrides_reach_the_resolved_trial_config(empty_cwd):
+    spec = load_spec("dhpo_vs_baselines", ["base.trainer.steps=50", "seeds=[0]", "max_concurrent=1"])
+    assert len(spec.trials) == 6
+    assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(50, 0)}
+    assert spec.max_concurrent == 1
+    assert all(t.trial_id.endswith(".s0") for t in spec.trials)
+
+
+def test_bad_override_is_a_spec_error(empty_cwd):
+    with pytest.raises(SpecError, match="trainer.steps"):
+        load_spec("dhpo_vs_baselines", ["base.trainer.steps=0"])
+    with pytest.raises(SpecError, match="override"):
+        load_spec("dhpo_vs_baselines", ["seeds"])
+
+
+# ---------------------------------------------------------------------------------------------
+# trial ids, grid expansion, labels (small specs without presets: the dataclass defaults)
+
+
+def ids_of(tmp_path: Path, variants: str, seeds: str = "[0, 1]", extra: str = "") -> list[str]:
+    path = write_spec(tmp_path, f"name: t\nseeds: {seeds}\nvariants:\n{variants}{extra}")
+    return [t.trial_id for t in load_spec(path).trials]
+
+
+def test_readable_ids_from_a_dhpo_variant(tmp_path):
+    ids = ids_of(tmp_path, "  - {algorithm: dhpo, mixing: [averaged, entropy], clip_mode: branch}\n")
+    assert ids == ["dhpo-averaged-branch.s0", "dhpo-averaged-branch.s1", "dhpo-entropy-branch.s0", "dhpo-entropy-branch.s1"]
+
+
+def test_readable_ids_for_clip_and_temperatures(tmp_path):
+    ids = ids_of(tmp_path, "  - {algorithm: grpo, clip: {low: 0.2, high: 0.28}}\n"
+                           "  - {algorithm: gspo, clip: {low: 3e-4, high: 4e-4}}\n"
+                           "  - {algorithm: sspo, gate: atanlog, tau_neg: 0.6, tau_pos: 0.5}\n", seeds="[2]")
+    assert ids == ["grpo-clip0.2-0.28.s2", "gspo-clip0.0003-0.0004.s2", "sspo-atanlog-tn0.6-tp0.5.s2"]
+
+
+def test_exponent_floats_are_numbers(tmp_path):
+    """YAML 1.1 reads 3e-4 as a string; a spec reads it as a number (as Hydra presets do)."""
+    path = write_spec(tmp_path, "name: t\nvariants:\n  - {algorithm: gspo, clip: {low: 3e-4, high: 4e-4}, trainer.lr: 5e-4}\n"
+                                "search: {metric: val/avg/acc, space: {trainer.lr: {type: float, low: 1e-5, high: 1e-2, log: true}}}\n")
+    spec = load_spec(path)
+    (t,) = spec.trials
+    assert t.config.algorithm.params == {"eps_low": 3e-4, "eps_high": 4e-4}
+    assert t.config.trainer.lr == 5e-4
+    assert spec.search["space"]["trainer.lr"]["low"] == 1e-5
+
+
+def test_grid_axes_multiply(tmp_path):
+    path = write_spec(tmp_path, "name: t\nseeds: [0, 1]\nvariants:\n"
+                                "  - {algorithm: grpo, eps_high: [0.2, 0.28], trainer.lr: [1.0e-3, 3.0e-4, 1.0e-4]}\n")
+    spec = load_spec(path)
+    assert len(spec.trials) == 2 * 3 * 2
+    points = {(t.config.algorithm.params["eps_high"], t.config.trainer.lr, t.config.seed) for t in spec.trials}
+    assert points == {(e, lr, s) for e in (0.2, 0.28) for lr in (1e-3, 3e-4, 1e-4) for s in (0, 1)}
+    assert len({t.trial_id for t in spec.trials}) == 12
+    assert spec.trials[0].trial_id == "grpo-hi0.2-lr0.001.s0"
+
+
+@pytest.mark.parametrize("variant", ["{algorithm: grpo, trainer.lr: [1e-3, 3e-4]}",
+                                     "{algorithm: grpo, trainer: {lr: [1e-3, 3e-4]}}"], ids=["dotted", "nested"])
+def test_trial_config_keys_in_a_variant_are_axes(tmp_path, variant):
+    spec = load_spec(write_spec(tmp_path, f"name: t\nvariants:\n  - {variant}\n"))
+    assert [t.trial_id for t in spec.trials] == ["grpo-lr0.001.s0", "grpo-lr0.0003.s0"]
+    assert [t.config.trainer.lr for t in spec.trials] == [1e-3, 3e-4]
+    assert all(t.config.trainer.steps == 200 for t in spec.trials)  # siblings of lr keep their defaults
+
+
+def test_list_valued_field_is_a_value_unless_a_list_of_lists(tmp_path):
+    one = load_spec(write_spec(tmp_path, "name: t\nvariants: [{algorithm: grpo, data.benchmarks: [easy, hard]}]\n", "a.yaml"))
+    assert [t.config.data.benchmarks for t in one.trials] == [["easy", "hard"]]
+    two = load_spec(write_spec(tmp_path, "name: t\nvariants: [{algorithm: grpo, data.benchmarks: [[easy], [hard]]}]\n", "b.yaml"))
+    assert [t.config.data.benchmarks for t in two.trials] == [["easy"], ["hard"]]
+    assert [t.trial_id for t in two.trials] == ["grpo-easy.s0", "grpo-hard.s0"]
+
+
+def test_boolean_axis_has_distinct_ids(tmp_path):
+    ids = ids_of(tmp_path, "  - {algorithm: gmpo, clip_in_log_space: [true, false]}\n", seeds="[0]")
+    assert ids == ["gmpo-clip_in_log_space.s0", "gmpo-no-clip_in_log_space.s0"]
+
+
+def test_base_algorithm_params_apply_only_to_their_objective(tmp_path):
+    spec = load_spec(write_spec(tmp_path, "name: t\nbase: {algorithm: {name: grpo, params: {eps_high: 0.28}}}\n"
+                                          "variants: [{algorithm: grpo}, {algorithm: gspo}]\n"))
+    grpo, gspo = spec.trials
+    assert grpo.config.algorithm.params == {"eps_high": 0.28}
+    assert gspo.config.algorithm.params == {}
+
+
+def test_method_labels(tmp_path):
+    spec = load_spec(write_spec(tmp_path, "name: t\nvariants:\n"
+                                          "  - {algorithm: grpo}\n"
+                                          "  - {algorithm: sspo}\n"
+                                          "  - {algorithm: dhpo, mixing: averaged}\n"
+                                          "  - {algorithm: dhpo, mixing: entropy}\n"
+                                          "  - {algorithm: dhpo, mixing: entropy, clip_mode: unified}\n"
+                                          "  - {algorithm: grpo, eps_high: 0.28, label: DAPO clip-higher}\n"))
+    assert [t.method for t in spec.trials] == ["GRPO", "SSPO (atanlog)", "DHPO-A", "DHPO-E", "DHPO-E (unified)",
+                                               "DAPO clip-higher"]
+    assert spec.trials[-1].tags["algorithm"] == "grpo"
+    assert [t.variant for t in spec.trials] == list(range(6))
+
+
+def test_relative_data_paths_are_resolved_against_the_launch_dir(tmp_path):
+    (tmp_path / "train.jsonl").write_text('{"prompt": "Q: 1+1=?", "answer": "2"}\n')
+    spec = load_spec(write_spec(tmp_path, "name: t\nvariants: [{algorithm: grpo, data.train_file: train.jsonl}]\n"),
+                     cwd=tmp_path)
+    (t,) = spec.trials
+    assert t.config.data.train_file == str((tmp_path / "train.jsonl").resolve())
+    assert Path(t.config.warm_start.cache_dir).is_absolute()
+
+
+# ---------------------------------------------------------------------------------------------
+# malformed specs: (case, YAML text, substrings the message must contain besides the file path)
+
+OK_VARIANTS = "variants: [{algorithm: grpo}]\n"
+MALFORMED = [
+    ("unknown_top_key", "name: t\nvarients: [{algorithm: grpo}]\n",
+     ["unknown key 'varients'", "did you mean 'variants'"]),
+    ("unknown_variant_key", "name: t\nvariants: [{algorithm: grpo, eps_hihg: 0.3}]\n",
+     ["variants[0]", "unknown key 'eps_hihg'", "did you mean 'eps_high'"]),
+    ("unknown_objective", "name: t\nvariants: [{algorithm: grpoo}]\n",
+     ["variants[0].algorithm", "'grpoo'", "did you mean 'grpo'", "expected one of"]),
+    ("missing_algorithm", "name: t\nvariants: [{clip: {low: 0.2, high: 0.2}}]\n",
+     ["variants[0]", "missing key 'algorithm'"]),
+    ("unknown_gate", "name: t\nvariants: [{algorithm: sspo, gate: atanlgo}]\n",
+     ["variants[0]", "gate", "expected one of", "atanlog", "'atanlgo'"]),
+    ("eps_not_positive", "name: t\nvariants: [{algorithm: grpo, clip: {low: 0.0, high: 0.2}}]\n",
+     ["variants[0]", "eps_low", "> 0"]),
+    ("tau_not_positive", "name: t\nvariants: [{algorithm: sapo, tau_pos: -1.0}]\n",
+     ["variants[0]", "tau_pos", "> 0", "-1.0"]),
+    ("empty_variants", "name: t\nvariants: []\n",
+     ["variants", "non-empty list", "grid is empty"]),
+    ("missing_variants", "name: t\nseeds: [0]\n",
+     ["variants", "non-empty list"]),
+    ("empty_axis", "name: t\nvariants: [{algorithm: dhpo, mixing: []}]\n",
+     ["variants[0]", "mixing", "empty list"]),
+    ("duplicate_trial_ids", "name: t\nvariants: [{algorithm: grpo, eps_high: 0.28}, {algorithm: grpo, eps_high: 0.28}]\n",
+     ["variants[1]", "duplicate trial id 'grpo-hi0.28.s0'", "variants[0]"]),
+    ("duplicate_seeds", "name: t\nseeds: [0, 1, 0]\n" + OK_VARIANTS,
+     ["seeds", "duplicate"]),
+    ("seed_in_variant", "name: t\nvariants: [{algorithm: grpo, seed: [1, 2]}]\n",
+     ["variants[0].seed", "'seeds'"]),
+    ("missing_data_file", "name: t\nbase: {data: {train_file: no_such_train.jsonl}}\n" + OK_VARIANTS,
+     ["data.train_file", "existing JSONL file", "no_such_train.jsonl"]),
+    ("group_size_below_2", "name: t\nbase: {trainer: {group_size: 1}}\n" + OK_VARIANTS,
+     ["trainer.group_size", "integer >= 2", "got 1"]),
+    ("unknown_trial_key", "name: t\nvariants: [{algorithm: grpo, trainer.lrr: [1.0e-3]}]\n",
+     ["trainer.lrr", "unknown key", "did you mean 'trainer.lr'"]),
+    ("unknown_preset", "name: t\ndefaults: [{trainer: local_tiyn}]\n" + OK_VARIANTS,
+     ["defaults[0].trainer", "no preset 'local_tiyn'", "local_tiny"]),
+    ("unknown_group", "name: t\ndefaults: [{trainr: local_tiny}]\n" + OK_VARIANTS,
+     ["defaults[0]", "unknown key 'trainr'", "did you mean 'trainer'"]),
+    ("negative_gpus", "name: t\nresources: {cpus: 1, gpus: -1}\n" + OK_VARIANTS,
+     ["resources.gpus", "number >= 0", "-1"]),
+    ("unknown_resource", "name: t\nresources: {cpu: 1}\n" + OK_VARIANTS,
+     ["resources", "unknown key 'cpu'", "did you mean 'cpus'"]),
+    ("max_concurrent_zero", "name: t\nmax_concurrent: 0\n" + OK_VARIANTS,
+     ["max_concurrent", "integer >= 1", "got 0"]),
+    ("search_method", "name: t\n" + OK_VARIANTS + "search: {method: random, metric: val/avg/acc, "
+     "space: {trainer.lr: {type: float, low: 1.0e-4, high: 1.0e-2}}}\n",
+     ["search.method", "expected 'optuna'", "'random'"]),
+    ("search_without_space", "name: t\n" + OK_VARIANTS + "search: {metric: val/avg/acc}\n",
+     ["search.space", "expected a mapping"]),
+    ("search_bad_bounds", "name: t\n" + OK_VARIANTS + "search: {metric: val/avg/acc, "
+     "space: {trainer.lr: {type: float, low: 0.1, high: 0.01}}}\n",
+     ["search.space.trainer.lr", "low < high"]),
+    ("scheduler_type", "name: t\n" + OK_VARIANTS + "scheduler: {type: hyperband}\n",
+     ["scheduler.type", "expected 'asha'", "'hyperband'"]),
+    ("report_key", "name: t\n" + OK_VARIANTS + "report: {tabel: {select_by: val/avg/acc}}\n",
+     ["report", "unknown key 'tabel'", "did you mean 'table'"]),
+    ("report_value", "name: t\n" + OK_VARIANTS + "report: {ema_alpha: 2}\n",
+     ["report", "ema_alpha", "(0, 1]"]),
+    ("bad_name", "name: my sweep\n" + OK_VARIANTS,
+     ["name", "without spaces"]),
+    ("not_a_mapping", "- {algorithm: grpo}\n",
+     ["mapping at the top level"]),
+    ("invalid_yaml", "name: t\nvariants: [{algorithm: grpo\n",
+     ["not valid YAML"]),
+]
+MALFORMED_IDS = [case for case, _, _ in MALFORMED]
+
+
+def test_malformed_table_is_large_enough():
+    assert len(MALFORMED) >= 12 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)
+
+
+@pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)
+def test_malformed_spec_fails_early_with_a_precise_message(case, text, needles, tmp_path, empty_cwd):
+    spec_path = write_spec(tmp_path, text, "bad.yaml")
+    with pytest.raises(SpecError) as err:
+        load_spec(spec_path)
+    msg = str(err.value)
+    assert str(spec_path) in msg, msg
+    for needle in needles:
+        assert needle in msg, f"{case}: {needle!r} not in {msg!r}"
+    assert "report: report:" not in msg
+    # nothing was created: no MLflow store, no run directory, no Hydra output
+    assert list(empty_cwd.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "cwd"]
+
+
+@pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)
+def test_malformed_spec_cli_exits_2_and_creates_nothing(case, text, needles, empty_cwd, monkeypatch):
+    runner = types.ModuleType("sweeps.runner")  # a spec that wrongly validated must not start Ray
+    runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail(f"{case}: the bad spec was run")
+    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
+    (empty_cwd / "bad.yaml").write_text(text)
+    result = CliRunner().invoke(app, ["run", "bad.yaml"])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())  # rich wraps long lines
+    assert "error:" in out and "bad.yaml" in out
+    for needle in needles:
+        assert " ".join(needle.split()) in out, f"{case}: {needle!r} not in {out!r}"
+    assert sorted(p.name for p in empty_cwd.iterdir()) == ["bad.yaml"]  # no runs/, no mlflow.db
+
