@@ -15,6 +15,7 @@ sequence ratio (DHPO eq. 4), A_i group-normalised advantage (DHPO eq. 1).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -48,18 +49,25 @@ class PolicyBatch:
 class Prepared:
     """A validated, sanitised batch: float tensors with zeros at padded positions."""
 
-    log_probs: torch.Tensor  # [B, T]
-    old_log_probs: torch.Tensor  # [B, T]
+    raw_log_probs: torch.Tensor  # [B, T] upcast input, padding NOT sanitised: use .log_probs
+    raw_log_ratio: torch.Tensor  # [B, T] log pi_theta - log pi_old, 0 on padding, not clamped
     adv_token: torch.Tensor  # [B, T] advantage of each token (0 on padding)
     adv_seq: torch.Tensor  # [B] advantage of each response (mean over its tokens if given per token)
     mask: torch.Tensor  # [B, T] float 0/1
     lengths: torch.Tensor  # [B] number of valid tokens (may be 0)
     entropy: torch.Tensor | None  # [B, T] or None
+    valid: torch.Tensor  # [B, T] bool, the mask
+    n_valid: torch.Tensor  # scalar: number of valid tokens, at least 1 (a denominator)
+
+    @functools.cached_property
+    def log_probs(self) -> torch.Tensor:
+        """log pi_theta with zeros on padding; built on first use (grpo/gmpo/sapo/sspo never need it)."""
+        return torch.where(self.valid, self.raw_log_probs, 0.0)
 
     @property
     def log_ratio(self) -> torch.Tensor:
         """log r_{i,t} = log pi_theta - log pi_old (DHPO eq. 2), clamped to +-LOG_RATIO_LIMIT."""
-        return (self.log_probs - self.old_log_probs).clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+        return self.raw_log_ratio.clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
 
     def seq_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Per-sequence mean of a [B, T] tensor over valid tokens -> [B] (0 for empty rows)."""
@@ -67,7 +75,11 @@ class Prepared:
 
     def masked_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Mean of a [B, T] tensor over all valid tokens of the batch."""
-        return (x * self.mask).sum() / self.mask.sum().clamp(min=1)
+        return (x * self.mask).sum() / self.n_valid
+
+    def count_mean(self, flags: torch.Tensor) -> torch.Tensor:
+        """Fraction of valid tokens where a bool [B, T] tensor is set (flags must be False on padding)."""
+        return flags.sum().to(self.mask.dtype) / self.n_valid
 
 
 def _float(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -96,8 +108,9 @@ def prepare(batch: PolicyBatch) -> Prepared:
     mask = valid.to(dtype)
     zero = torch.zeros((), dtype=dtype, device=lp.device)
     # torch.where (not multiplication) so inf/nan padding cannot leak: nan * 0 = nan.
-    log_probs = torch.where(valid, _float(lp, dtype), zero)
-    old = torch.where(valid, _float(batch.old_log_probs.detach(), dtype), zero)
+    raw_log_probs = _float(lp, dtype)
+    # one where for the difference: the behaviour log-probs are never needed on their own
+    raw_log_ratio = torch.where(valid, raw_log_probs - _float(batch.old_log_probs.detach(), dtype), zero)
     lengths = mask.sum(-1)
     adv = _float(adv.detach(), dtype)
     if adv.dim() == 1:
@@ -111,7 +124,7 @@ def prepare(batch: PolicyBatch) -> Prepared:
     entropy = None
     if batch.entropy is not None:
         entropy = torch.where(valid, _float(batch.entropy.detach(), dtype), zero)
-    return Prepared(log_probs, old, adv_token, adv_seq, mask, lengths, entropy)
+    return Prepared(raw_log_probs, raw_log_ratio, adv_token, adv_seq, mask, lengths, entropy, valid, lengths.sum().clamp(min=1))
 
 
 def aggregate_tokens(token_loss: torch.Tensor, p: Prepared, agg: str) -> torch.Tensor:
@@ -121,9 +134,11 @@ def aggregate_tokens(token_loss: torch.Tensor, p: Prepared, agg: str) -> torch.T
     token-mean: sum over all valid tokens / number of valid tokens (DAPO / verl default).
     Rows with no valid token are excluded from the sequence mean.
     """
-    masked = token_loss * p.mask
+    # Every zoo token loss carries the factor adv_token, which prepare() zeroes on padding, so
+    # token_loss is already 0 there: no mask multiply (saves a pass forward and one backward).
+    masked = token_loss
     if agg == "token-mean":
-        return masked.sum() / p.mask.sum().clamp(min=1)
+        return masked.sum() / p.n_valid
     nonempty = (p.lengths > 0).to(token_loss.dtype)
     per_seq = masked.sum(-1) / p.lengths.clamp(min=1)
     return (per_seq * nonempty).sum() / nonempty.sum().clamp(min=1)
@@ -141,17 +156,30 @@ def aggregate_sequences(seq_loss: torch.Tensor, p: Prepared, agg: str) -> torch.
     return (seq_loss * nonempty).sum() / nonempty.sum().clamp(min=1)
 
 
-def ratio_metrics(p: Prepared, log_ratio: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Token-ratio statistics over valid tokens plus the approximate KL (verl's ppo_kl)."""
-    valid = p.mask > 0
-    ratio = log_ratio.exp()
-    big = torch.tensor(math.inf, dtype=ratio.dtype, device=ratio.device)
-    any_valid = bool(valid.any())
+def ratio_metrics(p: Prepared, log_ratio: torch.Tensor, ratio: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Token-ratio statistics over valid tokens plus the approximate KL (verl's ppo_kl).
+
+    Pass ``ratio`` (= log_ratio.exp()) when the loss already has it. No host sync: an empty
+    batch reports ratio 1.
+    """
+    any_valid = p.lengths.sum() > 0
+    one = log_ratio.new_ones(())
+    # log r is exactly 0 on padding (prepare zeroes it), so plain sums are masked sums
+    ppo_kl = -log_ratio.sum() / p.n_valid
+    if not log_ratio.numel():
+        return {"actor/ratio_mean": one, "actor/ratio_min": one, "actor/ratio_max": one, "actor/ppo_kl": ppo_kl}
+    # one scratch copy of the ratio, masked in place: 0 on padding for sum and max (ratio > 0,
+    # so padding never wins the max), then +inf on padding for the min
+    scratch = log_ratio.exp() if ratio is None else ratio.detach().clone()
+    invalid = ~p.valid
+    scratch.masked_fill_(invalid, 0.0)
+    ratio_mean, ratio_max = scratch.sum() / p.n_valid, scratch.amax()
+    ratio_min = scratch.masked_fill_(invalid, math.inf).amin()
     return {
-        "actor/ratio_mean": p.masked_mean(ratio),
-        "actor/ratio_min": torch.where(valid, ratio, big).min() if any_valid else ratio.new_tensor(1.0),
-        "actor/ratio_max": torch.where(valid, ratio, -big).max() if any_valid else ratio.new_tensor(1.0),
-        "actor/ppo_kl": p.masked_mean(-log_ratio),
+        "actor/ratio_mean": ratio_mean,
+        "actor/ratio_min": torch.where(any_valid, ratio_min, one),
+        "actor/ratio_max": torch.where(any_valid, ratio_max, one),
+        "actor/ppo_kl": ppo_kl,
     }
 
 
@@ -185,10 +213,7 @@ def sign_aware_clip_fractions(p: Prepared, ratio: torch.Tensor, low: float, high
 
     ``_high``: A > 0 and ratio > high; ``_low``: A < 0 and ratio < low; the plain name is their sum.
     """
-    clipped_high = ((p.adv_token > 0) & (ratio > high)).to(ratio.dtype)
-    clipped_low = ((p.adv_token < 0) & (ratio < low)).to(ratio.dtype)
-    return {
-        prefix: p.masked_mean(clipped_high + clipped_low),
-        f"{prefix}_low": p.masked_mean(clipped_low),
-        f"{prefix}_high": p.masked_mean(clipped_high),
-    }
+    # adv_token is 0 on padding, so both flags are False there: counting needs no mask
+    high_frac = p.count_mean((p.adv_token > 0) & (ratio > high))
+    low_frac = p.count_mean((p.adv_token < 0) & (ratio < low))
+    return {prefix: high_frac + low_frac, f"{prefix}_low": low_frac, f"{prefix}_high": high_frac}

@@ -37,18 +37,19 @@ class CISPOParams:
 
 def cispo_loss(batch: PolicyBatch, params: CISPOParams) -> tuple[torch.Tensor, dict[str, float]]:
     p = prepare(batch)
-    log_ratio = p.log_ratio
-    ratio = log_ratio.exp()
     low, high = 1.0 - params.eps_low, 1.0 + params.eps_high
-    weight = ratio.clamp(min=low, max=high).detach()  # sg[clip(r)]: no gradient through the weight
-    token_loss = -weight * p.adv_token * p.log_probs
+    with torch.no_grad():  # sg[clip(r)]: the gradient flows only through log pi below
+        log_ratio = p.log_ratio
+        ratio = log_ratio.exp()
+        coef = ratio.clamp(min=low, max=high).mul_(p.adv_token).neg_()  # -sg[clip(r)] A, in place
+    token_loss = coef * p.log_probs
     loss = aggregate_tokens(token_loss, p, params.agg)
     with torch.no_grad():
-        metrics = ratio_metrics(p, log_ratio)
+        metrics = ratio_metrics(p, log_ratio, ratio)
         # CISPO clips the weight whatever the advantage sign (as verl counts it).
-        clip_high = (ratio > high).to(ratio.dtype)
-        clip_low = (ratio < low).to(ratio.dtype)
-        metrics["actor/pg_clipfrac"] = p.masked_mean(clip_high + clip_low)
-        metrics["actor/pg_clipfrac_low"] = p.masked_mean(clip_low)
-        metrics["actor/pg_clipfrac_high"] = p.masked_mean(clip_high)
+        high_frac = p.count_mean(p.valid & (ratio > high))
+        low_frac = p.count_mean(p.valid & (ratio < low))
+        metrics["actor/pg_clipfrac"] = high_frac + low_frac
+        metrics["actor/pg_clipfrac_low"] = low_frac
+        metrics["actor/pg_clipfrac_high"] = high_frac
     return loss, to_floats(metrics)

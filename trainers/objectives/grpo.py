@@ -45,6 +45,6 @@ def grpo_loss(batch: PolicyBatch, params: GRPOParams) -> tuple[torch.Tensor, dic
     token_loss = torch.maximum(-ratio * p.adv_token, -clipped * p.adv_token)
     loss = aggregate_tokens(token_loss, p, params.agg)
     with torch.no_grad():
-        metrics = ratio_metrics(p, log_ratio)
+        metrics = ratio_metrics(p, log_ratio, ratio)
         metrics.update(sign_aware_clip_fractions(p, ratio, low, high))
     return loss, to_floats(metrics)

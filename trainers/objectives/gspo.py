@@ -40,7 +40,8 @@ class GSPOParams:
 
 def token_sequence_ratio(p) -> torch.Tensor:
     """s_{i,t} of eq. 5 in log space: sg[log s_i] + log pi - sg[log pi]; shared with DHPO."""
-    log_seq_ratio = p.seq_mean(p.log_probs - p.old_log_probs).detach()  # log s_i, eq. 4
+    with torch.no_grad():
+        log_seq_ratio = p.seq_mean(p.raw_log_ratio)  # log s_i, eq. 4
     log_s_token = log_seq_ratio[:, None] + p.log_probs - p.log_probs.detach()
     return log_s_token.clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT).exp()
 

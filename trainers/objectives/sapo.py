@@ -42,9 +42,9 @@ def sapo_loss(batch: PolicyBatch, params: SAPOParams) -> tuple[torch.Tensor, dic
     ratio = log_ratio.exp()
     tau = torch.where(p.adv_token > 0, ratio.new_tensor(params.tau_pos), ratio.new_tensor(params.tau_neg))  # eq. 10
     gate = torch.sigmoid(tau * (ratio - 1.0))
-    token_loss = -(gate * 4.0 / tau) * p.adv_token  # eq. 9
+    token_loss = gate * (-4.0 * p.adv_token / tau)  # eq. 9; the factor has no grad
     loss = aggregate_tokens(token_loss, p, params.agg)
     with torch.no_grad():
-        metrics = ratio_metrics(p, log_ratio)
-        metrics["actor/gate_weight"] = p.masked_mean(4.0 * gate * (1.0 - gate) * ratio)
+        metrics = ratio_metrics(p, log_ratio, ratio)
+        metrics["actor/gate_weight"] = 4.0 * p.masked_mean(gate * (1.0 - gate) * ratio)
     return loss, to_floats(metrics)

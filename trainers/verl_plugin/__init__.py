@@ -29,8 +29,10 @@ registry needs):
 """
 
 import os
+import warnings
 
 try:
+    import verl
     import verl.trainer.ppo.core_algos  # noqa: F401  (also imports verl.workers.config)
 except ImportError as err:  # verl itself, or one of the packages its loss registry imports
     raise ImportError(
@@ -40,7 +42,10 @@ except ImportError as err:  # verl itself, or one of the packages its loss regis
         '    pip install -c constraints.txt "tensordict>=0.8.0,<=0.10.0,!=0.9.0" codetiming datasets'
     ) from err
 
-from trainers.verl_plugin.registry import (
+if getattr(verl, "__version__", None) != "0.9.1":  # the loss signature and config fields are 0.9.1's
+    warnings.warn(f"trainers.verl_plugin targets verl 0.9.1, found {getattr(verl, '__version__', '?')}", stacklevel=2)
+
+from trainers.verl_plugin.registry import (  # noqa: E402
     PREFIX, ZooPolicyLossConfig, enable_entropy_forwarding, make_policy_loss, objective_params,
     register_zoo_losses,
 )

@@ -57,7 +57,8 @@ Entropy (dhpo mixing='entropy')
 Known differences to verl's own implementations (tests/trainers/verl_plugin pin them down)
     grpo  vs vanilla:  verl adds dual-clip for A < 0: the loss is capped at -A * clip_ratio_c
                        (default 3) when ratio > clip_ratio_c. Ours (the papers') has no cap.
-    gspo  vs gspo:     verl clamps log s_{i,t} at max 10 only; ours clamps it to [-20, 20].
+    gspo  vs gspo:     verl clamps log s_{i,t} at max 10 only (value capped at e^10 and, through
+                       torch.clamp, no gradient for that response); ours clamps it to [-20, 20].
     gmpo  vs geo_mean: verl always clips log r (= ours with clip_in_log_space=True; our default
                        is ratio space, the paper's), ignores loss_agg_mode and global_batch_info
                        and takes torch.mean over all rows, fully masked ones included (ours:
@@ -66,6 +67,8 @@ Known differences to verl's own implementations (tests/trainers/verl_plugin pin 
     sapo  vs sapo:     verl always aggregates seq-mean-token-mean whatever loss_agg_mode; ours
                        honours loss_agg_mode (equal for seq-mean-token-mean).
     cispo vs cispo:    same loss; verl's pg_clipfrac counts any clipped weight as ours does.
+    grpo, gspo:        same pg_clipfrac (tokens where the clipped term wins = our sign-aware count);
+                       verl's pg_clipfrac_lower is its dual-clip count (0 for gspo, cispo, sapo).
     all:               verl divides by (|o_i| + 1e-8) in seq-mean-token-mean (ours: max(|o_i|, 1));
                        verl multiplies by the mask (nan/inf in padding leaks), ours uses where;
                        verl computes in the input dtype, ours upcasts bf16/fp16 to float32;

@@ -1,0 +1,9 @@
+"""Sweep dashboards: MLflow -> pandas collection, paper tables, plotly curves, one HTML report.
+
+    python -m dashboards --smoke                     # synthetic end-to-end run, seconds
+    python -m dashboards report SWEEP [--tracking-uri URI] [--out DIR]
+    python -m dashboards table RESULTS.csv --format latex
+
+Modules: collect (MLflow/CSV -> frames), tables (+ render: md/latex/html/csv), curves (plotly),
+report (HTML + artifacts, ReportConfig), cli (typer commands), synthetic (test/bench stores).
+"""

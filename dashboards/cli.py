@@ -1,0 +1,204 @@
+"""Command-line entry points: `sweep report` and `sweep table` (plus a smoke run).
+
+The functions are plain typer commands; the sweep CLI registers them:
+    app.command("report")(report_cmd); app.command("table")(table_cmd)
+They also run standalone:
+    python -m dashboards.cli report my_sweep --tracking-uri sqlite:////abs/mlflow.db --out reports/my_sweep
+    python -m dashboards.cli table results.csv --format latex --base Base --delta-avg
+    python -m dashboards --smoke      # synthetic store in ./.dashboards-smoke-*/, full report, seconds
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dashboards.collect import sqlite_path
+from dashboards.report import ReportConfig, report_from_mlflow
+
+_FORMAT_METHODS = {"latex": "to_latex", "tex": "to_latex", "md": "to_markdown", "markdown": "to_markdown",
+                   "html": "to_html", "csv": "to_csv"}
+
+
+def default_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else ./runs/mlflow.db if it exists, else ./mlflow.db (sqlite)."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    for p in (Path("runs/mlflow.db"), Path("mlflow.db")):
+        if p.exists():
+            return f"sqlite:///{p.resolve()}"
+    return f"sqlite:///{Path('mlflow.db').resolve()}"
+
+
+def _split(s: Optional[str]) -> Optional[list[str]]:
+    return None if s is None else [x.strip() for x in s.split(",") if x.strip()]
+
+
+def report_cmd(
+    sweep_name: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name.")] = None,
+    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite ./runs/mlflow.db or ./mlflow.db).")] = None,
+    parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: reports/SWEEP_NAME beside a sqlite store, else in the cwd).")] = None,
+    spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report.")] = None,
+    select_by: Annotated[Optional[str], typer.Option(help="Metric picking best step/config, e.g. val/avg/acc or AVG.")] = None,
+    at: Annotated[Optional[str], typer.Option(help="final | best (step with the best --select-by).")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="max | min: direction of --select-by.")] = None,
+    base: Annotated[Optional[str], typer.Option(help="Add a base-model row (step-0 values) with this label.")] = None,
+    baselines: Annotated[Optional[str], typer.Option(help="Comma-separated baseline methods (strongest in italics).")] = None,
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
+    delta_avg: Annotated[Optional[bool], typer.Option("--delta-avg", help="Add Delta Avg over the base row (needs --base).")] = None,
+    std: Annotated[Optional[bool], typer.Option("--std", help="Show mean ± std over seeds.")] = None,
+    decimals: Annotated[Optional[int], typer.Option(help="Decimals shown (ranking uses them).")] = None,
+    scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
+    curves: Annotated[Optional[str], typer.Option(help="Comma-separated metric keys for the curves grid.")] = None,
+    ema_alpha: Annotated[Optional[float], typer.Option(help="EMA weight of the newest point, (0,1]; 1 = none, SSPO used 0.02.")] = None,
+    band: Annotated[Optional[str], typer.Option(help="minmax | std | seeds | none.")] = None,
+    by: Annotated[Optional[str], typer.Option(help="One curve per: method | config.")] = None,
+    formats: Annotated[Optional[str], typer.Option(help="Comma-separated: html,md,latex,csv,png,svg.")] = None,
+    log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,
+) -> None:
+    """Write the sweep's report: paper table (md/tex/csv/html) + curves in ONE offline HTML file.
+
+    Examples:
+
+      sweep report dhpo_vs_baselines
+
+      sweep report dhpo_vs_baselines --base "Qwen3-1.7B-Base" --baselines GRPO,GSPO --delta-avg --std
+
+      sweep report grid --at best --select-by val/avg/acc --ema-alpha 0.02 --out reports/grid --no-log
+
+      sweep report dhpo_vs_baselines --spec configs/sweeps/dhpo_vs_baselines.yaml --tracking-uri http://127.0.0.1:5000
+    """
+    section: dict = {}
+    if spec is not None:
+        import yaml
+        doc = yaml.safe_load(spec.read_text()) or {}
+        section = dict(doc.get("report") or {})
+        sweep_name = sweep_name or doc.get("name")
+    table = dict(section.get("table") or {})
+    for k, v in {"select_by": select_by, "at": at, "mode": mode, "base": base, "baselines": _split(baselines),
+                 "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
+                 "decimals": decimals, "scale": scale}.items():
+        if v is not None:
+            table[k] = v
+    section["table"] = table
+    for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": band, "by": by,
+                 "formats": _split(formats)}.items():
+        if v is not None:
+            section[k] = v
+    if not sweep_name and not parent_run_id:
+        raise typer.BadParameter("give SWEEP_NAME (or --parent-run-id, or --spec with a name)")
+    try:
+        cfg = ReportConfig.from_dict(section)
+        uri = tracking_uri or default_tracking_uri()
+        db = sqlite_path(uri)  # default: reports/<sweep> next to a sqlite store, else in the cwd
+        out = out or (db.parent if db else Path.cwd()) / "reports" / (sweep_name or parent_run_id)
+        paths = report_from_mlflow(sweep_name, tracking_uri=uri, out_dir=out, config=cfg,
+                                   parent_run_id=parent_run_id, log=log)
+    except (ValueError, TypeError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for fmt, p in paths.items():
+        typer.echo(f"{fmt:>6}: {p}")
+
+
+def table_cmd(
+    results: Annotated[Path, typer.Argument(help="Long-format CSV/parquet: model, method, benchmark, value (optional: seed, config).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="latex | md | html | csv.")] = "md",
+    base: Annotated[Optional[str], typer.Option(help="Method name of the base-model rows in the file.")] = None,
+    baselines: Annotated[Optional[str], typer.Option(help="Comma-separated baseline methods (strongest in italics).")] = None,
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
+    methods: Annotated[Optional[str], typer.Option(help="Comma-separated row order/filter.")] = None,
+    delta_avg: Annotated[bool, typer.Option("--delta-avg", help="Add Delta Avg over --base.")] = False,
+    avg: Annotated[bool, typer.Option("--avg/--no-avg", help="Show the AVG column.")] = True,
+    std: Annotated[bool, typer.Option("--std", help="Show mean ± std over seeds.")] = False,
+    seeds: Annotated[bool, typer.Option("--seeds", help="Add a seed-count column n.")] = False,
+    decimals: Annotated[int, typer.Option(help="Decimals shown (ranking uses them).")] = 1,
+    scale: Annotated[float, typer.Option(help="Multiply values: 100 for [0,1] data, 1 if already percent.")] = 100.0,
+    lower_is_better: Annotated[Optional[str], typer.Option(help="Comma-separated columns where lower wins.")] = None,
+    select_by: Annotated[str, typer.Option(help="Best config per method by: AVG or a benchmark name.")] = "AVG",
+    out: Annotated[Optional[Path], typer.Option(help="Write here instead of stdout.")] = None,
+) -> None:
+    """Paper table from numbers produced elsewhere (AVG computed; mean over seeds).
+
+    Examples:
+
+      sweep table results.csv --format latex --base Base --baselines GRPO,GSPO --delta-avg
+
+      sweep table results.csv -f md --benchmarks aime24,aime25,math500 --std --decimals 2
+
+      sweep table results.parquet -f csv --scale 1 --out table.csv
+    """
+    from dashboards.collect import load_results
+    from dashboards.tables import TableConfig, build_table
+
+    if format not in _FORMAT_METHODS:
+        raise typer.BadParameter(f"--format must be one of latex, md, html, csv; got {format!r}")
+    try:
+        df = load_results(results)
+        cfg = TableConfig(base=base, baselines=_split(baselines) or [], benchmarks=_split(benchmarks),
+                          methods=_split(methods), delta_avg=delta_avg, avg=avg, std=std, seeds=seeds,
+                          decimals=decimals, scale=scale, lower_is_better=_split(lower_is_better) or [],
+                          select_by=select_by)
+        if scale == 100 and (df["value"].abs() > 1.5).any():
+            typer.echo("note: values above 1.5 with --scale 100; if they are percentages pass --scale 1", err=True)
+        text = getattr(build_table(df, cfg), _FORMAT_METHODS[format])()
+    except (ValueError, FileNotFoundError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    if out:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}")
+    else:
+        typer.echo(text, nl=False)
+
+
+def smoke(keep: bool = False) -> Path:
+    """Synthetic store in ./.dashboards-smoke-*/ -> collect -> report (logged to the parent run)."""
+    from dashboards.synthetic import fill_store
+
+    t0 = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix=".dashboards-smoke-", dir=Path.cwd()))
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    try:
+        fill_store(uri, "smoke", artifact_root=str(root / "artifacts"), seeds=(0, 1), steps=20,
+                   eval_every=5, configs_per_method=1)
+        cfg = ReportConfig.from_dict({"table": {"base": "Base", "delta_avg": True, "std": True,
+                                                "baselines": ["GRPO", "GSPO", "GMPO", "CISPO", "SAPO"]},
+                                      "ema_alpha": 0.3})
+        paths = report_from_mlflow("smoke", tracking_uri=uri, out_dir=root / "report", config=cfg)
+        typer.echo(paths["md"].read_text())
+        size = paths["html"].stat().st_size / 1e6
+        typer.echo(f"smoke ok in {time.perf_counter() - t0:.1f}s: {paths['html']} ({size:.1f} MB)"
+                   + ("" if keep else " [removed; pass --keep to keep it]"))
+        return paths["html"]
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def make_app() -> typer.Typer:
+    app = typer.Typer(help="Sweep reports: paper tables and curve dashboards from MLflow.",
+                      no_args_is_help=True, add_completion=False)
+    app.command("report")(report_cmd)
+    app.command("table")(table_cmd)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--smoke" in argv:
+        smoke(keep="--keep" in argv)
+        return
+    make_app()(args=argv, prog_name="python -m dashboards")
+
+
+if __name__ == "__main__":
+    main()

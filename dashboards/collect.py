@@ -1,0 +1,289 @@
+"""Read a sweep's runs from MLflow (or a results CSV/parquet) into pandas.
+
+    from dashboards.collect import collect, load_results
+    data = collect("dhpo_vs_baselines", tracking_uri="sqlite:////abs/mlflow.db")
+    data.trials    # one row per trial run: run_id, tags, params.<key>, final metric values
+    data.history   # long: run_id, trial_id, method, config, seed, model, key, step, value
+    results = load_results("results.csv")   # long: model, method, benchmark, value[, seed, config]
+
+Runs are found by the sweep runner's layout (DESIGN.md "MLflow layout"): experiment = sweep
+name, trial runs tagged role=trial and nested under the parent (tag mlflow.parentRunId).
+
+Histories are fetched in bulk. With a `sqlite:///` URI the `metrics` table of the store is read
+directly and read-only (MLflow's schema: metrics(key, value, timestamp, run_uuid, step, is_nan)),
+one indexed query per run: ~1 s for 200 runs x 300 steps x 15 keys, far below one ORM/REST call
+per run per key. Any other URI (an `mlflow server`) falls back to `MlflowClient.get_metric_history`
+for every (run, key) pair, issued from a thread pool. Pass `bulk=False` to force the fallback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pandas as pd
+
+TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep")
+HISTORY_COLUMNS = ["run_id", "trial_id", "method", "config", "seed", "model", "key", "step", "value"]
+RESULT_COLUMNS = ("model", "method", "benchmark", "value")
+OPTIONAL_RESULT_COLUMNS = ("seed", "config")
+_SEED_SUFFIX = re.compile(r"\.s(\d+)$")  # trial ids end in .s<seed>
+
+
+@dataclass
+class SweepData:
+    """Everything a report needs from one sweep."""
+
+    sweep: str
+    trials: pd.DataFrame
+    history: pd.DataFrame
+    tracking_uri: str | None = None
+    experiment_id: str | None = None
+    parent_run_id: str | None = None
+
+
+def sqlite_path(uri: str | None) -> Path | None:
+    """File behind a `sqlite:///rel` or `sqlite:////abs` URI; None for other stores."""
+    if not uri or not uri.startswith("sqlite:///"):
+        return None
+    rest = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = unquote(rest)
+    if not path or path == ":memory:":
+        return None
+    return Path(path) if path.startswith("/") else Path.cwd() / path
+
+
+def _client(tracking_uri: str | None):
+    import mlflow
+    from mlflow import MlflowClient
+
+    uri = tracking_uri or mlflow.get_tracking_uri()
+    return MlflowClient(uri), uri
+
+
+def _find_experiment(client, sweep: str):
+    exp = client.get_experiment_by_name(sweep)
+    if exp is not None:
+        return exp
+    names = sorted(e.name for e in client.search_experiments())
+    close = difflib.get_close_matches(sweep, names, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    listing = ", ".join(names) if names else "(none)"
+    raise ValueError(f"unknown sweep {sweep!r}: no MLflow experiment of that name at "
+                     f"{client.tracking_uri}.{hint} Experiments there: {listing}")
+
+
+def _search(client, exp_id: str, filter_string: str) -> list:
+    runs, token = [], None
+    while True:
+        page = client.search_runs([exp_id], filter_string=filter_string, max_results=1000,
+                                  page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _trial_runs(client, exp_id: str, parent_run_id: str | None) -> list:
+    if parent_run_id:
+        return _search(client, exp_id, f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
+    runs = _search(client, exp_id, "tags.role = 'trial'")
+    if not runs:  # stores written without role tags: every nested run is a trial
+        runs = [r for r in _search(client, exp_id, "") if "mlflow.parentRunId" in r.data.tags]
+    return runs
+
+
+def _runs_frame(runs: list) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        tags, info = r.data.tags, r.info
+        row = {"run_id": info.run_id, "run_name": info.run_name, "status": info.status,
+               "start_time": info.start_time, "parent_run_id": tags.get("mlflow.parentRunId")}
+        row.update({t: tags.get(t) for t in TRIAL_TAGS})
+        row["trial_id"] = row["trial_id"] or info.run_name or info.run_id
+        row["config"] = row["config"] or _SEED_SUFFIX.sub("", row["trial_id"])
+        if row["seed"] is None and (m := _SEED_SUFFIX.search(row["trial_id"])):
+            row["seed"] = m.group(1)
+        row["method"] = row["method"] or row["algorithm"] or row["config"]
+        row["model"] = row["model"] or "model"
+        row.update({f"params.{k}": v for k, v in r.data.params.items()})
+        rows.append(row)
+    cols = ["run_id", "run_name", "status", "start_time", "parent_run_id", *TRIAL_TAGS]
+    frame = pd.DataFrame(rows, columns=cols if not rows else None)
+    frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
+    frame = frame.sort_values(["start_time", "trial_id"], kind="stable")
+    dup = frame["trial_id"].duplicated(keep=False)
+    if dup.any():  # a trial re-run: keep the latest FINISHED run, else the latest run
+        warnings.warn(f"trial ids logged more than once, keeping the latest finished run: "
+                      f"{sorted(frame.loc[dup, 'trial_id'].unique())}", stacklevel=3)
+        frame["_fin"] = frame["status"].eq("FINISHED")
+        frame = frame.sort_values(["_fin", "start_time"], kind="stable")
+        frame = frame.drop_duplicates("trial_id", keep="last").drop(columns="_fin")
+        frame = frame.sort_values(["start_time", "trial_id"], kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def read_history_sqlite(db: Path, run_ids: list[str], keys: list[str]) -> pd.DataFrame:
+    """Every logged (run_id, key, step, value) of `run_ids` x `keys`, read from the store file.
+
+    Opened read-only (`mode=ro`). One query per run on MLflow's run_uuid index; keys come back
+    as small integer codes (a SQL CASE) and NaNs as NULL, so ~1M points cost ~1 s, mostly the
+    sqlite3 module building tuples. Rows arrive in insertion (rowid) order.
+    """
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    case = "CASE key " + " ".join(f"WHEN ? THEN {i}" for i in range(len(keys))) + " ELSE -1 END"
+    sql = f"SELECT {case}, step, CASE WHEN is_nan THEN NULL ELSE value END FROM metrics WHERE run_uuid = ?"
+    parts, codes = [], []
+    try:
+        for i, rid in enumerate(run_ids):
+            rows = con.execute(sql, [*keys, rid]).fetchall() if keys else []
+            parts.append(np.array(rows, dtype=np.float64).reshape(-1, 3))
+            codes.append(np.full(len(rows), i, dtype=np.int64))
+    finally:
+        con.close()
+    a = np.concatenate(parts) if parts else np.empty((0, 3))
+    return _coded_history(run_ids, keys, np.concatenate(codes) if codes else np.empty(0, np.int64), a)
+
+
+def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str]],
+                        workers: int = 16) -> pd.DataFrame:
+    """Fallback for non-sqlite stores: `get_metric_history` per (run, key), from a thread pool."""
+    keys = sorted({k for ks in run_keys.values() for k in ks})
+    kcode = {k: i for i, k in enumerate(keys)}
+    pairs = [(i, rid, k) for i, rid in enumerate(run_ids) for k in run_keys.get(rid, [])]
+
+    def one(pair):
+        i, rid, key = pair
+        ms = sorted(client.get_metric_history(rid, key), key=lambda m: m.timestamp)  # log order
+        return i, [(kcode[key], m.step, m.value) for m in ms]
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        got = list(pool.map(one, pairs))
+    a = np.array([r for _, rows in got for r in rows], dtype=np.float64).reshape(-1, 3)
+    codes = np.concatenate([np.full(len(rows), i, np.int64) for i, rows in got]) if got else np.empty(0, np.int64)
+    return _coded_history(run_ids, keys, codes, a)
+
+
+def _coded_history(run_ids: list[str], keys: list[str], run_code: np.ndarray, a: np.ndarray) -> pd.DataFrame:
+    """(run_code, [key_code, step, value]) in log order -> run_id/key categoricals sorted by
+    (run, key, step); a step logged twice keeps the value logged last."""
+    keep = a[:, 0] >= 0
+    run_code, a = run_code[keep], a[keep]
+    key_code, step = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64)
+    span = int(step.max() - step.min() + 1) if len(step) else 1
+    composite = (run_code * max(len(keys), 1) + key_code) * span + (step - (step.min() if len(step) else 0))
+    order = np.argsort(composite, kind="stable")  # stable: duplicates stay in log order
+    composite, run_code, key_code, step, value = (composite[order], run_code[order], key_code[order],
+                                                  step[order], a[order, 2])
+    last = np.ones(len(step), dtype=bool)
+    last[:-1] = composite[1:] != composite[:-1]
+    return pd.DataFrame({
+        "run_id": pd.Categorical.from_codes(run_code[last], categories=pd.Index(run_ids, dtype=object)),
+        "key": pd.Categorical.from_codes(key_code[last], categories=pd.Index(keys, dtype=object)),
+        "step": step[last], "value": value[last]})
+
+
+def final_values(history: pd.DataFrame) -> pd.DataFrame:
+    """run_id x key frame of each metric's value at its last logged step."""
+    if history.empty:
+        return pd.DataFrame(index=pd.Index([], name="run_id"))
+    last = history.sort_values(["run_id", "key", "step"], kind="stable")
+    last = last.drop_duplicates(["run_id", "key"], keep="last")
+    return last.pivot_table(index="run_id", columns="key", values="value", aggfunc="last", observed=True)
+
+
+def _with_meta(hist: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Add trial_id, method, config, seed, model per point (categoricals, via the run codes)."""
+    rc = hist["run_id"].cat.codes.to_numpy()  # run codes follow trials' row order
+    out = {"run_id": hist["run_id"]}
+    for col in ("trial_id", "method", "config", "seed", "model"):
+        if col == "seed":
+            out[col] = pd.array(trials["seed"].to_numpy()[rc], dtype="Int64")
+            continue
+        codes, uniques = pd.factorize(trials[col].astype(object), use_na_sentinel=False)
+        out[col] = pd.Categorical.from_codes(codes[rc], categories=pd.Index(uniques, dtype=object))
+    out.update({"key": hist["key"], "step": hist["step"], "value": hist["value"]})
+    return pd.DataFrame(out)[HISTORY_COLUMNS]
+
+
+def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
+            parent_run_id: str | None = None, keys: list[str] | None = None,
+            statuses: tuple[str, ...] | None = None, bulk: bool = True,
+            workers: int = 16) -> SweepData:
+    """Load one sweep: by experiment (= sweep) name, or by the parent run's id.
+
+    keys: only these metric keys (default all). statuses: keep runs in these states only
+    (e.g. ("FINISHED",)); default all, so partial sweeps can be inspected. The history's
+    string columns are pandas categoricals (1M points fit in ~30 MB).
+    """
+    if not sweep and not parent_run_id:
+        raise ValueError("collect: give a sweep (experiment) name or a parent_run_id")
+    client, uri = _client(tracking_uri)
+    if parent_run_id:  # only this parent's children
+        parent = client.get_run(parent_run_id)
+        exp_id = parent.info.experiment_id
+        sweep = sweep or parent.data.tags.get("sweep") or client.get_experiment(exp_id).name
+        runs = _trial_runs(client, exp_id, parent_run_id)
+    else:  # every trial run of the experiment; reports attach to the newest parent run
+        exp_id = _find_experiment(client, sweep).experiment_id
+        parents = _search(client, exp_id, "tags.role = 'parent'")
+        parent_run_id = parents[0].info.run_id if parents else None
+        runs = _trial_runs(client, exp_id, None)
+    if not runs:
+        raise ValueError(f"sweep {sweep!r} (experiment {exp_id} at {uri}) has no trial runs yet")
+    trials = _runs_frame(runs)
+    if statuses:
+        found = trials["status"].value_counts().to_dict()
+        trials = trials[trials["status"].isin(statuses)].reset_index(drop=True)
+        if trials.empty:
+            raise ValueError(f"sweep {sweep!r} has no trial runs with status in {list(statuses)} "
+                             f"(statuses found: {found})")
+    run_ids = trials["run_id"].tolist()
+    # the keys each run logged, from the latest-metric rows search_runs already returned
+    run_keys = {r.info.run_id: [k for k in r.data.metrics if not keys or k in keys] for r in runs}
+    db = sqlite_path(uri) if bulk else None
+    if db is not None and db.exists():
+        all_keys = sorted({k for ks in run_keys.values() for k in ks})
+        hist = read_history_sqlite(db, run_ids, all_keys)
+    else:
+        hist = read_history_client(client, run_ids, run_keys, workers)
+    history = _with_meta(hist, trials)
+    finals = final_values(hist)
+    finals.columns = finals.columns.astype(object)
+    finals.index = finals.index.astype(object)
+    g = hist.groupby("run_id", observed=True)["step"]
+    steps = pd.DataFrame({"last_step": g.max(), "n_steps": g.nunique()})
+    steps.index = steps.index.astype(object)
+    trials = trials.merge(steps, left_on="run_id", right_index=True, how="left")
+    trials = trials.merge(finals, left_on="run_id", right_index=True, how="left")
+    return SweepData(sweep, trials, history, uri, str(exp_id), parent_run_id)
+
+
+def load_results(path: str | Path) -> pd.DataFrame:
+    """A long-format results file (.csv, .parquet) -> frame with model, method, benchmark,
+    value, seed, config (seed/config optional in the file; filled when absent)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"results file not found: {path}")
+    df = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in RESULT_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}. Expected long format with columns "
+                         f"{', '.join(RESULT_COLUMNS)} (optional: {', '.join(OPTIONAL_RESULT_COLUMNS)}); "
+                         f"found: {', '.join(df.columns)}")
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    if "seed" not in df.columns:  # each row is one observation
+        df["seed"] = df.groupby(["model", "method", "benchmark"]).cumcount()
+    if "config" not in df.columns:
+        df["config"] = df["method"]
+    for c in ("model", "method", "benchmark", "config"):
+        df[c] = df[c].astype(str)
+    return df[[*RESULT_COLUMNS, *OPTIONAL_RESULT_COLUMNS]]

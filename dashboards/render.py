@@ -1,0 +1,162 @@
+"""Renderers for `dashboards.tables.Table`: Markdown, LaTeX (booktabs), HTML, CSV.
+
+    table.to_markdown() / table.to_latex(caption=..., label=...) / table.to_html() / table.to_csv()
+
+Marks (see tables.py for how they are decided):
+    best      Markdown **x**     LaTeX \\textbf{x}     HTML <b>
+    second    Markdown <u>x</u>  LaTeX \\underline{x}  HTML <u>
+    baseline  Markdown _x_       LaTeX \\textit{x}     HTML <i>
+Missing cells are "—" (LaTeX: "--"). Model blocks: a bold header row in Markdown, a
+\\multicolumn header between \\midrule's in LaTeX, a <th colspan> row in HTML. The CSV has one
+line per row (model, method, config, n, then each column and, with std=True, "<column> std")
+with the displayed (scaled, rounded) numbers and no marks.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+
+import pandas as pd
+
+from dashboards.tables import DELTA, Table
+
+_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def _label(t: Table, name: str) -> str:
+    return t.config.labels.get(name, name)
+
+
+def _value_text(t: Table, col: str, cell, pm: str) -> str:
+    text = t.fmt(col, cell.mean)
+    if t.config.std and col != DELTA and cell.mean is not None and cell.std is not None:
+        text += f"{pm}{cell.std * t.config.scale:.{t.config.decimals}f}"
+    return text
+
+
+def _header(t: Table) -> list[str]:
+    cols = ["Method"] + (["n"] if t.config.seeds else [])
+    return cols + [_label(t, c) for c in t.columns]
+
+
+def to_markdown(t: Table) -> str:
+    head = _header(t)
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for model in t.models:
+        if model:
+            lines.append(f"| **{_label(t, model)}** |" + " |" * (len(head) - 1))
+        for r in (r for r in t.rows if r.model == model):
+            cells = [_label(t, r.label)] + ([str(r.n)] if t.config.seeds else [])
+            for col in t.columns:
+                c = r.cells[col]
+                text = _value_text(t, col, c, " ± ")
+                if "baseline" in c.marks:
+                    text = f"_{text}_"
+                if "second" in c.marks:
+                    text = f"<u>{text}</u>"
+                if "best" in c.marks:
+                    text = f"**{text}**"
+                cells.append(text)
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += [""] + [f"{'' if i == 0 else '- '}{n}" for i, n in enumerate(t.footnotes)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_latex(t: Table, caption: str | None = None, label: str | None = None) -> str:
+    """booktabs tabular (wrapped in a table float when a caption or label is given)."""
+    head = _header(t)
+    ncol = len(head)
+    spec = "l" + ("c" if t.config.seeds else "") + "c" * len(t.columns)
+    labels = [latex_escape(h) if h != DELTA else r"$\Delta$ Avg" for h in head]
+    out = ["% requires \\usepackage{booktabs}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+           " & ".join(labels) + " \\\\", "\\midrule"]
+    for i, model in enumerate(t.models):
+        if model:
+            if i:
+                out.append("\\midrule")
+            out += [f"\\multicolumn{{{ncol}}}{{c}}{{\\textit{{{latex_escape(_label(t, model))}}}}} \\\\",
+                    "\\midrule"]
+        for r in (r for r in t.rows if r.model == model):
+            cells = [latex_escape(_label(t, r.label))] + ([str(r.n)] if t.config.seeds else [])
+            for col in t.columns:
+                c = r.cells[col]
+                text = _value_text(t, col, c, " $\\pm$ ")
+                if text == "—":
+                    cells.append("--")
+                    continue
+                if "baseline" in c.marks:
+                    text = f"\\textit{{{text}}}"
+                if "second" in c.marks:
+                    text = f"\\underline{{{text}}}"
+                if "best" in c.marks:
+                    text = f"\\textbf{{{text}}}"
+                cells.append(text)
+            out.append(" & ".join(cells) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}"]
+    body = "\n".join(out)
+    if t.footnotes:
+        body += "\n" + "\n".join("% " + n for n in t.footnotes)
+    if caption or label:
+        cap = f"\\caption{{{latex_escape(caption)}}}\n" if caption else ""
+        lab = f"\\label{{{label}}}\n" if label else ""
+        body = f"\\begin{{table}}[t]\n\\centering\n{cap}{lab}{body}\n\\end{{table}}"
+    return body + "\n"
+
+
+def to_html(t: Table) -> str:
+    """A <table class="paper-table"> fragment (plus footnotes); style it from the page."""
+    head = _header(t)
+    esc = html.escape
+    out = ['<table class="paper-table">', "<thead><tr>" + "".join(
+        f"<th>{esc(h if h != DELTA else 'Δ Avg')}</th>" for h in head) + "</tr></thead>", "<tbody>"]
+    for model in t.models:
+        if model:
+            out.append(f'<tr class="model"><th colspan="{len(head)}">{esc(_label(t, model))}</th></tr>')
+        for r in (r for r in t.rows if r.model == model):
+            cls = ' class="base"' if r.is_base else ""
+            cells = [f"<td class=\"method\">{esc(_label(t, r.label))}</td>"]
+            cells += [f"<td>{r.n}</td>"] if t.config.seeds else []
+            for col in t.columns:
+                c = r.cells[col]
+                text = esc(_value_text(t, col, c, " ± "))
+                for mark, tag in (("baseline", "i"), ("second", "u"), ("best", "b")):
+                    if mark in c.marks:
+                        text = f"<{tag}>{text}</{tag}>"
+                cells.append(f"<td>{text}</td>")
+            out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if t.footnotes:
+        out.append('<p class="footnote">' + "<br>".join(esc(n) for n in t.footnotes) + "</p>")
+    return "\n".join(out) + "\n"
+
+
+def to_frame(t: Table) -> pd.DataFrame:
+    """The displayed numbers as a frame (one row per table row, no marks)."""
+    recs = []
+    for r in t.rows:
+        rec = {"model": r.model, "method": r.label, "config": r.config or "", "n": r.n}
+        for col in t.columns:
+            text = t.fmt(col, r.cells[col].mean)
+            rec[col] = None if text == "—" else float(text)
+            if t.config.std and col != DELTA:
+                s = r.cells[col].std
+                rec[f"{col} std"] = None if s is None else round(s * t.config.scale, t.config.decimals)
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def to_csv(t: Table) -> str:
+    buf = io.StringIO()
+    to_frame(t).to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL)
+    return buf.getvalue()
+
+
+__all__ = ["to_markdown", "to_latex", "to_html", "to_csv", "to_frame", "latex_escape"]

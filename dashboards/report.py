@@ -1,0 +1,245 @@
+"""One self-contained HTML report (tables + curves) per sweep, logged to the sweep's parent run.
+
+    from dashboards.report import ReportConfig, report_from_mlflow, write_report
+    cfg = ReportConfig.from_dict({"table": {"select_by": "val/avg/acc", "at": "final"},
+                                  "curves": ["actor/entropy", "response_length/mean", "val/avg/acc"]})
+    paths = report_from_mlflow("my_sweep", tracking_uri="sqlite:////abs/mlflow.db", out_dir="reports/my_sweep")
+
+`ReportConfig` is the sweep spec's `report:` section. The HTML embeds plotly.js inline (no CDN:
+it opens offline, ~5 MB). Beside it: table.md, table.tex, table.csv, and figure PNG/SVG files when
+"png"/"svg" are in `formats` and kaleido is installed (otherwise a note is printed and they are
+skipped). With `log_to_run` (report_from_mlflow: the parent run), every file is logged as an
+artifact under `report/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import difflib
+import html
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from dashboards import curves as cv
+from dashboards.collect import SweepData, collect
+from dashboards.tables import TableConfig, table_from_sweep
+
+FORMATS = ("html", "md", "latex", "csv", "png", "svg")
+DEFAULT_CURVES = ["actor/entropy", "response_length/mean", "val/avg/acc"]
+
+
+def _did_you_mean(key: str, known: list[str], where: str) -> ValueError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ValueError(f"{where}: unknown key {key!r}{hint} (known: {', '.join(known)})")
+
+
+@dataclass
+class ReportConfig:
+    """The sweep spec's `report:` section."""
+
+    table: TableConfig = field(default_factory=TableConfig)
+    """The comparison table (see dashboards.tables.TableConfig)."""
+    curves: list[str] = field(default_factory=lambda: list(DEFAULT_CURVES))
+    """Metric keys drawn vs step in the 'Training dynamics' grid."""
+    ema_alpha: float = 1.0
+    """EMA smoothing weight of the newest point in (0, 1]; 1 = none, 0.02 = SSPO's."""
+    band: str = "minmax"
+    """Spread over seeds: minmax, std, seeds (thin per-seed lines) or none."""
+    by: str = "method"
+    """One line per 'method' or per 'config'."""
+    benchmark_grid: bool = True
+    """Add the per-benchmark accuracy panels (DHPO Fig. 4)."""
+    clipfrac: bool = True
+    """Add the clip-fraction panels."""
+    formats: list[str] = field(default_factory=lambda: ["html", "md", "latex", "csv"])
+    """Files to write: html, md, latex, csv, png, svg (png/svg need kaleido)."""
+    title: str | None = None
+    """Report title; default 'Sweep <name>'."""
+
+    def validate(self) -> ReportConfig:
+        if not isinstance(self.table, TableConfig):
+            raise ValueError(f"ReportConfig.table: must be a TableConfig, got {type(self.table).__name__}")
+        self.table.validate()
+        if isinstance(self.curves, str) or not all(isinstance(k, str) for k in self.curves):
+            raise ValueError(f"ReportConfig.curves: must be a list of metric keys, got {self.curves!r}")
+        if isinstance(self.ema_alpha, bool) or not isinstance(self.ema_alpha, (int, float)) \
+                or not 0 < self.ema_alpha <= 1:
+            raise ValueError(f"ReportConfig.ema_alpha: must be in (0, 1] (1 = no smoothing), got {self.ema_alpha!r}")
+        if self.band not in cv.BANDS:
+            raise ValueError(f"ReportConfig.band: must be one of {cv.BANDS}, got {self.band!r}")
+        if self.by not in ("method", "config"):
+            raise ValueError(f"ReportConfig.by: must be 'method' or 'config', got {self.by!r}")
+        if isinstance(self.formats, str) or any(f not in FORMATS for f in self.formats):
+            raise ValueError(f"ReportConfig.formats: must be a list drawn from {FORMATS}, got {self.formats!r}")
+        for name in ("benchmark_grid", "clipfrac"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ReportConfig.{name}: must be true or false, got {getattr(self, name)!r}")
+        return self
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> ReportConfig:
+        """Build from the spec's mapping; unknown keys raise ValueError with a suggestion."""
+        d = dict(d or {})
+        known = [f.name for f in dataclasses.fields(cls)]
+        for k in d:
+            if k not in known:
+                raise _did_you_mean(k, known, "report")
+        table = d.pop("table", None) or {}
+        if isinstance(table, dict):
+            tknown = [f.name for f in dataclasses.fields(TableConfig)]
+            for k in table:
+                if k not in tknown:
+                    raise _did_you_mean(k, tknown, "report.table")
+            table = TableConfig(**table)
+        return cls(table=table, **d).validate()
+
+
+def _fig_html(fig: go.Figure, div_id: str) -> str:
+    h = int(fig.layout.height or 450)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, default_height=f"{h}px",
+                       config={"displaylogo": False, "responsive": True})
+
+
+def build_figures(history, cfg: ReportConfig, model: str | None = None) -> list[tuple[str, go.Figure]]:
+    """(name, figure) pairs for one model: curves grid, per-benchmark grid, clip fractions."""
+    kw = {"by": cfg.by, "ema_alpha": cfg.ema_alpha, "band": cfg.band, "model": model,
+          "colors": cv.color_map(history, cfg.by, model=model or "")}  # one color per method, all models
+    present = set(history["key"].unique())
+    figs = []
+    keys = [k for k in cfg.curves if k in present]
+    if keys:
+        figs.append(("dynamics", cv.grid_figure(history, keys, cols=min(3, len(keys)),
+                                                title="Training dynamics", **kw)))
+    if cfg.benchmark_grid and cv.benchmark_keys(history, cfg.table.metric, cfg.table.benchmarks):
+        figs.append(("benchmarks", cv.benchmark_grid(history, metric=cfg.table.metric,
+                                                     benchmarks=cfg.table.benchmarks, **kw)))
+    if cfg.clipfrac and any(k in present for k in cv.CLIP_KEYS):
+        figs.append(("clipfrac", cv.clipfrac_grid(history, **kw)))
+    return figs
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1280px;color:#222}
+h1{font-size:1.6em} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+table.paper-table{border-collapse:collapse;margin:12px 0;font-variant-numeric:tabular-nums}
+table.paper-table th,table.paper-table td{padding:4px 10px;text-align:right}
+table.paper-table td.method,table.paper-table thead th:first-child{text-align:left}
+table.paper-table thead th{border-top:2px solid #333;border-bottom:1px solid #333}
+table.paper-table tbody tr:last-child td{border-bottom:2px solid #333}
+table.paper-table tr.model th{text-align:center;font-style:italic;border-bottom:1px solid #999;background:#f6f6f6}
+table.paper-table tr.base td{color:#555}
+.footnote,.meta{color:#555;font-size:.9em} .note{color:#a60}
+details pre{background:#f6f6f6;padding:8px;overflow:auto}"""
+
+
+def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | None = None, *,
+                 log_to_run: str | None = None, tracking_uri: str | None = None) -> dict[str, Path]:
+    """Write the report files into out_dir; return {format: path}. See the module docstring."""
+    cfg = (config or ReportConfig()).validate()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    title = cfg.title or f"Sweep {data.sweep}"
+    table = table_from_sweep(data, cfg.table)
+    paths: dict[str, Path] = {}
+    for fmt, name, text in (("md", "table.md", table.to_markdown), ("latex", "table.tex", table.to_latex),
+                            ("csv", "table.csv", table.to_csv)):
+        if fmt in cfg.formats:
+            paths[fmt] = out / name
+            paths[fmt].write_text(text(), encoding="utf-8")
+    models = [str(m) for m in pd.unique(data.history["model"])]
+    sections, figures, notes = [], [], []
+    for model in models:
+        figs = build_figures(data.history, cfg, model)
+        head = f"<h2>Curves: {html.escape(str(model))}</h2>" if len(models) > 1 else "<h2>Curves</h2>"
+        divs = []
+        for name, fig in figs:
+            div_id = f"fig-{len(figures)}"
+            figures.append((f"{model}-{name}" if len(models) > 1 else name, fig))
+            divs.append(_fig_html(fig, div_id))
+        sections.append(head + "\n".join(divs))
+    if not table.rows:
+        notes.append(f"No table: no {cfg.table.metric} values logged yet")
+    missing = [k for k in cfg.curves if k not in set(data.history["key"])]
+    if missing:
+        notes.append(f"Not logged, not drawn: {', '.join(missing)}")
+    notes += _export_images(figures, out, cfg.formats, paths)
+    if "html" in cfg.formats:
+        paths["html"] = out / "report.html"
+        paths["html"].write_text(_page(title, data, table, sections, notes, cfg), encoding="utf-8")
+    if log_to_run:
+        from mlflow import MlflowClient
+        client = MlflowClient(tracking_uri or data.tracking_uri)
+        for p in paths.values():
+            client.log_artifact(log_to_run, str(p), artifact_path="report" if p.parent == out else "report/figures")
+    return paths
+
+
+def _export_images(figures, out: Path, formats, paths) -> list[str]:
+    wanted = [f for f in ("png", "svg") if f in formats]
+    if not wanted:
+        return []
+    if importlib.util.find_spec("kaleido") is None:
+        note = f"{'/'.join(wanted).upper()} export skipped: kaleido is not installed (pip install kaleido)"
+        print(note)
+        return [note]
+    (out / "figures").mkdir(exist_ok=True)
+    for name, fig in figures:
+        for fmt in wanted:
+            p = out / "figures" / f"{name}.{fmt}"
+            try:
+                fig.write_image(str(p), width=1200)
+            except Exception as e:  # kaleido present but no usable Chrome, etc.
+                note = f"{fmt.upper()} export skipped: {type(e).__name__}: {e}"
+                print(note)
+                return [note]
+            paths[f"{fmt}:{name}"] = p
+    return []
+
+
+def _page(title: str, data: SweepData, table, sections: list[str], notes: list[str], cfg: ReportConfig) -> str:
+    t = data.trials
+    status = t["status"].value_counts().to_dict() if "status" in t else {}
+    meta = (f"{len(t)} trials; methods: {', '.join(map(str, dict.fromkeys(t['method'])))}; "
+            f"models: {', '.join(map(str, dict.fromkeys(t['model'])))}; status: "
+            f"{', '.join(f'{k} {v}' for k, v in status.items())}; generated "
+            f"{dt.datetime.now().isoformat(timespec='seconds')}")
+    tc = cfg.table
+    how = (f"Values: {tc.metric} at the {tc.at} step"
+           + (f" (best by {tc.select_by}, {tc.mode})" if tc.at == "best" else "")
+           + f", mean over seeds, x{tc.scale:g}. Bold: best; underlined: second; italic: strongest baseline.")
+    notes_html = "".join(f'<p class="note">{html.escape(n)}</p>' for n in notes)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_CSS}</style>
+<script type="text/javascript">{get_plotlyjs()}</script>
+</head><body>
+<h1>{html.escape(title)}</h1>
+<p class="meta">{html.escape(meta)}</p>
+<h2>Results</h2>
+<p class="meta">{html.escape(how)}</p>
+{table.to_html()}
+<details><summary>LaTeX</summary><pre>{html.escape(table.to_latex())}</pre></details>
+{notes_html}
+{''.join(sections)}
+</body></html>
+"""
+
+
+def report_from_mlflow(sweep: str | None, *, tracking_uri: str | None = None, out_dir: str | Path,
+                       config: ReportConfig | None = None, parent_run_id: str | None = None,
+                       log: bool = True, log_run_id: str | None = None) -> dict[str, Path]:
+    """collect() + write_report(); with `log`, the files become artifacts of `log_run_id` or else
+    the sweep's parent run. By sweep name every trial run of the experiment counts (a re-run spec
+    that opened a new parent run still reports the trials finished before); parent_run_id
+    restricts the report to that parent's children."""
+    data = collect(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id)
+    run = (log_run_id or data.parent_run_id) if log else None
+    if log and run is None:
+        print(f"note: sweep {data.sweep!r} has no parent run (tag role=parent); report not logged to MLflow")
+    return write_report(data, out_dir, config, log_to_run=run, tracking_uri=data.tracking_uri)

@@ -1,0 +1,407 @@
+"""Paper-style comparison tables (DHPO Table 1, SSPO Table 1) from a sweep or a results file.
+
+    from dashboards.tables import TableConfig, table_from_sweep, build_table
+    table = table_from_sweep(collect("my_sweep"), TableConfig(base="Base", delta_avg=True))
+    print(table.to_markdown()); open("t.tex", "w").write(table.to_latex())
+    table = build_table(load_results("results.csv"), TableConfig(select_by="AVG"))
+
+Layout: one block per model (a header row), rows = methods (optional base-model row first),
+columns = benchmarks in the chosen order, AVG (mean of the benchmark columns) and optionally
+Delta Avg = mean over benchmarks of (row - base row), the SSPO "average absolute improvement".
+
+Values: each trial contributes the metric at its final logged step (at="final") or at the step
+where `select_by` is best (at="best", step 0 excluded unless it is the only one); a cell is the
+mean over seeds (sample std, ddof=1, with std=True). AVG = mean of the row's benchmark means
+(missing if any benchmark cell is missing); its std is over seeds of the per-seed average.
+With several configs per method (a hyper-parameter grid) each method shows the config whose
+mean-over-seeds `select_by` score is best; a footnote lists the chosen configs.
+
+Emphasis, computed per model block and per column (benchmarks, AVG, Delta Avg), over method rows
+(never the base row), on values rounded to the displayed precision, direction-aware
+(`lower_is_better`), missing cells ("—") excluded:
+  * bold      = best value (all ties bold);
+  * underline = second place under standard competition ranking: rows with exactly one row
+                strictly better (so when two rows tie for best, nothing is underlined);
+  * italic    = every cell of the strongest baseline row: the row among `baselines` with the best
+                AVG (computed even when the AVG column is hidden; ties all italic). Marks combine:
+                a strongest-baseline cell that is also the column best is bold italic.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+AVG, DELTA = "AVG", "Delta Avg"
+
+
+@dataclass
+class TableConfig:
+    """What a comparison table shows. Field docstrings are the one-line reference."""
+
+    metric: str = "val/{benchmark}/acc"
+    """Metric key template; `{benchmark}` is replaced by each benchmark name."""
+    benchmarks: list[str] | None = None
+    """Benchmark columns, in display order; None = every benchmark found, sorted ('avg' excluded)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Display names for benchmarks/methods/models, e.g. {"math500": "MATH500"}."""
+    at: str = "final"
+    """Which step of a trial counts: 'final' (last logged) or 'best' (best `select_by` step)."""
+    select_by: str | None = "val/avg/acc"
+    """Metric that picks the best step/config: a metric key, a benchmark name, or 'AVG'."""
+    mode: str = "max"
+    """Direction of `select_by`: 'max' or 'min'."""
+    rows: str = "method"
+    """'method': one row per method (best config); 'config': one row per config (ablations)."""
+    methods: list[str] | None = None
+    """Row order and filter (method or config names); None = order of first appearance."""
+    scale: float = 100.0
+    """Multiply values before display (100 turns [0,1] accuracies into percentages)."""
+    decimals: int = 1
+    """Digits after the decimal point; ranking is judged at this precision."""
+    std: bool = False
+    """Show 'mean ± std' over seeds."""
+    seeds: bool = False
+    """Add a column 'n' with the number of seeds behind each row."""
+    base: str | None = None
+    """Base-model row: its label (sweeps: step-0 values) or the method name in a results file."""
+    baselines: list[str] = field(default_factory=list)
+    """Baseline methods; the one with the best AVG is set in italics."""
+    avg: bool = True
+    """Show the AVG column."""
+    delta_avg: bool = False
+    """Show 'Delta Avg' = mean improvement over the base row across benchmarks (needs `base`)."""
+    lower_is_better: list[str] = field(default_factory=list)
+    """Columns (benchmarks, 'AVG', 'Delta Avg') where a lower value ranks first."""
+
+    def validate(self) -> TableConfig:
+        """Raise ValueError naming the offending field; return self."""
+        def bad(name, msg):
+            raise ValueError(f"TableConfig.{name}: {msg}")
+        if not isinstance(self.metric, str) or "{benchmark}" not in self.metric:
+            bad("metric", f"must be a string containing '{{benchmark}}', got {self.metric!r}")
+        for name in ("benchmarks", "methods", "baselines", "lower_is_better"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, str) or not all(isinstance(x, str) for x in v)):
+                bad(name, f"must be a list of strings, got {v!r}")
+        if self.benchmarks is not None and not self.benchmarks:
+            bad("benchmarks", "must not be empty (use None for all)")
+        if not isinstance(self.labels, dict):
+            bad("labels", f"must be a mapping, got {self.labels!r}")
+        for name, allowed in (("at", ("final", "best")), ("mode", ("max", "min")), ("rows", ("method", "config"))):
+            if getattr(self, name) not in allowed:
+                bad(name, f"must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.at == "best" and not self.select_by:
+            bad("select_by", "is required when at='best'")
+        if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or self.scale <= 0:
+            bad("scale", f"must be a positive number, got {self.scale!r}")
+        if isinstance(self.decimals, bool) or not isinstance(self.decimals, int) or not 0 <= self.decimals <= 8:
+            bad("decimals", f"must be an integer in 0..8, got {self.decimals!r}")
+        for name in ("std", "seeds", "avg", "delta_avg"):
+            if not isinstance(getattr(self, name), bool):
+                bad(name, f"must be true or false, got {getattr(self, name)!r}")
+        if self.delta_avg and not self.base:
+            bad("delta_avg", "needs a base row: set `base`")
+        if self.base is not None and (not isinstance(self.base, str) or not self.base):
+            bad("base", f"must be a non-empty string, got {self.base!r}")
+        return self
+
+
+@dataclass
+class Cell:
+    mean: float | None = None
+    std: float | None = None
+    n: int = 0
+    marks: set[str] = field(default_factory=set)  # subset of {"best", "second", "baseline"}
+
+
+@dataclass
+class Row:
+    model: str
+    label: str
+    is_base: bool = False
+    config: str | None = None
+    n: int = 0
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+
+@dataclass
+class Table:
+    """A built table: rows grouped by model plus the columns; render with to_*()."""
+
+    columns: list[str]
+    rows: list[Row]
+    config: TableConfig
+    footnotes: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(r.model for r in self.rows))
+
+    def fmt(self, col: str, v: float | None) -> str:
+        """A value as displayed (scaled, rounded; Delta Avg signed); '—' when missing."""
+        if v is None or not np.isfinite(v):
+            return "—"
+        s = f"{v * self.config.scale:.{self.config.decimals}f}"
+        if s.lstrip("-").strip("0.") == "":
+            s = s.lstrip("-")  # no "-0.0"
+        return ("+" + s if col == DELTA and not s.startswith("-") else s)
+
+    # renderers live in dashboards/render.py (imported lazily: it imports this module)
+    def to_markdown(self) -> str:
+        return _render().to_markdown(self)
+
+    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
+        return _render().to_latex(self, caption=caption, label=label)
+
+    def to_html(self) -> str:
+        return _render().to_html(self)
+
+    def to_csv(self) -> str:
+        return _render().to_csv(self)
+
+    def to_frame(self) -> pd.DataFrame:
+        return _render().to_frame(self)
+
+
+def _render():
+    from dashboards import render
+    return render
+
+
+def _bench_pattern(metric: str) -> re.Pattern:
+    a, b = metric.split("{benchmark}", 1)
+    return re.compile(f"^{re.escape(a)}([^/]+){re.escape(b)}$")
+
+
+def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-trial values from a sweep's history: (results, scores).
+
+    results: long (model, method, config, seed, benchmark, value), plus the base row's step-0
+    values when `cfg.base` is set (method = config = cfg.base, one sample per trial).
+    scores: (model, method, config, seed, score) = `select_by` at the chosen step, for picking
+    the best config per method.
+    """
+    cfg.validate()
+    pat = _bench_pattern(cfg.metric)
+    keys = pd.Series(history["key"].unique(), dtype=object)
+    bench_of = {k: m.group(1) for k in keys if (m := pat.match(k)) and m.group(1) != "avg"}
+    wanted = set(cfg.benchmarks) if cfg.benchmarks else set(bench_of.values())
+    bench_of = {k: b for k, b in bench_of.items() if b in wanted}
+    sel = cfg.select_by
+    sel_key = cfg.metric.format(benchmark=sel) if sel and sel in wanted else sel
+    h = history[history["key"].isin(set(bench_of) | {sel_key})]
+    meta = ["run_id", "model", "method", "config", "seed"]
+    runs = h.drop_duplicates("run_id")[meta].copy()
+    runs["seed"] = runs["seed"].astype(object).where(runs["seed"].notna(), runs["run_id"])
+    runs["_order"] = range(len(runs))  # keep the history's (= trials') order for the rows
+    wide = h.pivot_table(index=["run_id", "step"], columns="key", values="value", aggfunc="last",
+                         observed=True)
+    wide = wide.reset_index().merge(runs, on="run_id")
+    if sel == AVG:
+        sel_key = "__avg__"
+        wide[sel_key] = wide[[k for k in bench_of if k in wide]].mean(axis=1, skipna=False)
+    if cfg.at == "final":
+        picked = wide.sort_values("step").groupby("run_id", sort=False, observed=True).last()  # last non-null per column
+        picked = picked.reset_index()
+    else:
+        if sel_key not in wide:
+            raise ValueError(f"TableConfig.select_by: metric {sel!r} was not logged; "
+                             f"logged keys: {', '.join(sorted(keys))}")
+        cand = wide.dropna(subset=[sel_key])
+        trained = cand[cand["step"] > 0]
+        cand = pd.concat([trained, cand[~cand["run_id"].isin(trained["run_id"])]])
+        cand = cand.sort_values(["run_id", "step"])
+        idx = (cand.groupby("run_id", observed=True)[sel_key].idxmax() if cfg.mode == "max"
+               else cand.groupby("run_id", observed=True)[sel_key].idxmin())
+        picked = cand.loc[idx.values]
+    picked = picked.sort_values("_order", kind="stable")
+    cols = [k for k in bench_of if k in picked]
+    results = picked.melt(id_vars=meta, value_vars=cols, var_name="key", value_name="value")
+    results["benchmark"] = results["key"].map(bench_of)
+    results = results.drop(columns=["key", "run_id"])
+    scores = picked[meta[1:]].copy()
+    scores["score"] = picked[sel_key] if sel_key in picked else np.nan
+    if cfg.base:
+        step0 = h[(h["step"] == 0) & h["key"].isin(bench_of)]
+        base = pd.DataFrame({"model": step0["model"].values, "method": cfg.base, "config": cfg.base,
+                             "seed": step0["run_id"].values,  # one sample per trial
+                             "benchmark": step0["key"].map(bench_of).values, "value": step0["value"].values})
+        results = pd.concat([base, results], ignore_index=True)
+    return results, scores
+
+
+def _select_configs(res: pd.DataFrame, scores: pd.DataFrame | None, cfg: TableConfig,
+                    benches: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Keep, per (model, method), the config with the best mean-over-seeds score (ties: the
+    first config in name order)."""
+    n_cfg = res.groupby(["model", "method"], observed=True)["config"].nunique()
+    if cfg.rows == "config" or (n_cfg <= 1).all():
+        return res, []
+    sel = cfg.select_by
+    if scores is None or scores["score"].isna().all():
+        if sel in benches:
+            per_seed = res[res["benchmark"] == sel]
+        elif sel in (None, AVG):
+            per_seed = res.groupby(["model", "method", "config", "seed"], as_index=False, observed=True)["value"].mean()
+        else:
+            raise ValueError(f"TableConfig.select_by: {sel!r} is neither 'AVG' nor a benchmark "
+                             f"({', '.join(benches)}); cannot pick the best config per method")
+        scores = per_seed.rename(columns={"value": "score"})
+    mean = scores.groupby(["model", "method", "config"], observed=True)["score"].mean().reset_index()
+    mean = mean.sort_values(["model", "method", "config"])
+    pick = mean.groupby(["model", "method"], observed=True)["score"]
+    best = mean.loc[pick.idxmax() if cfg.mode == "max" else pick.idxmin()]
+    notes = []
+    for _, b in best.iterrows():
+        if n_cfg.get((b["model"], b["method"]), 1) > 1:
+            notes.append((b["model"], b["method"], b["config"], b["score"]))
+    first = {k: i for i, k in enumerate(dict.fromkeys(zip(res["model"], res["method"])))}
+    notes.sort(key=lambda n: first[(n[0], n[1])])  # footnotes in row order
+    keep = set(zip(best["model"], best["method"], best["config"]))
+    mask = [(m, me, c) in keep for m, me, c in zip(res["model"], res["method"], res["config"])]
+    return res[mask], notes
+
+
+def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
+                scores: pd.DataFrame | None = None, params: pd.DataFrame | None = None) -> Table:
+    """Aggregate a long results frame (model, method, config, seed, benchmark, value) into a Table.
+
+    scores: optional (model, method, config, seed, score) for best-config selection (else the
+    selection uses `select_by` as a benchmark name or 'AVG'). params: optional trials frame with
+    config + params.* columns, to list the chosen hyper-parameters in the footnote.
+    """
+    cfg = (cfg or TableConfig()).validate()
+    res = results.copy()
+    for c in ("config", "seed"):
+        if c not in res:
+            res[c] = res["method"] if c == "config" else 0
+    res = res.dropna(subset=["value"])
+    found = list(dict.fromkeys(sorted(res.loc[res["method"] != cfg.base, "benchmark"].unique())))
+    benches = list(cfg.benchmarks) if cfg.benchmarks else found
+    absent = [b for b in benches if b not in set(res["benchmark"])]
+    if absent:
+        warnings.warn(f"TableConfig.benchmarks: no values for {absent}; shown as '—'", stacklevel=2)
+    res = res[res["benchmark"].isin(benches)]
+    base_rows = res[res["method"] == cfg.base] if cfg.base else res.iloc[:0]
+    if cfg.base and base_rows.empty:
+        raise ValueError(f"TableConfig.base: no results for base row {cfg.base!r} (sweeps: step-0 validation "
+                         f"values; results files: rows with method {cfg.base!r}); methods found: "
+                         f"{', '.join(sorted(res['method'].unique()))}")
+    res = res[res["method"] != cfg.base] if cfg.base else res
+    res, chosen = _select_configs(res, scores, cfg, benches)
+    key = "config" if cfg.rows == "config" else "method"
+    order = list(dict.fromkeys(res[key]))
+    if cfg.methods:
+        unknown = [m for m in cfg.methods if m not in order]
+        if len(unknown) == len(cfg.methods):
+            raise ValueError(f"TableConfig.methods: none of {cfg.methods} found; rows: {', '.join(order)}")
+        order = [m for m in cfg.methods if m in order]
+    missing_bl = [b for b in cfg.baselines if b not in order]
+    if missing_bl:
+        raise ValueError(f"TableConfig.baselines: unknown {missing_bl}; rows: {', '.join(order)}")
+    columns = benches + ([AVG] if cfg.avg else []) + ([DELTA] if cfg.delta_avg else [])
+    rows: list[Row] = []
+    for model in dict.fromkeys(list(base_rows["model"]) + list(res["model"])):
+        block = [_row(base_rows[base_rows["model"] == model], model, cfg.base, benches, True)] \
+            if cfg.base and (base_rows["model"] == model).any() else []
+        sub = res[res["model"] == model]
+        for name in order:
+            part = sub[sub[key] == name]
+            if not part.empty:
+                block.append(_row(part, model, name, benches, False))
+        if cfg.delta_avg:
+            _add_delta(block, benches)
+        _emphasise(block, columns, cfg)
+        rows += block
+    table = Table(columns, rows, cfg)
+    table.footnotes = _footnotes(chosen, cfg, params)
+    return table
+
+
+def _row(part: pd.DataFrame, model: str, label: str, benches: list[str], is_base: bool) -> Row:
+    row = Row(model, label, is_base, config=None if is_base else ",".join(dict.fromkeys(part["config"])))
+    pivot = part.pivot_table(index="seed", columns="benchmark", values="value", aggfunc="mean", observed=True)
+    for b in benches:
+        v = pivot[b].dropna() if b in pivot else pd.Series(dtype=float)
+        row.cells[b] = Cell(float(v.mean()) if len(v) else None,
+                            float(v.std(ddof=1)) if len(v) > 1 else None, len(v))
+    means = [row.cells[b].mean for b in benches]
+    complete = pivot.reindex(columns=benches).dropna()
+    row.cells[AVG] = Cell(float(np.mean(means)) if benches and None not in means else None,
+                          float(complete.mean(axis=1).std(ddof=1)) if len(complete) > 1 else None,
+                          len(complete))
+    row.n = int(pivot.index.nunique())
+    return row
+
+
+def _add_delta(block: list[Row], benches: list[str]) -> None:
+    base = next((r for r in block if r.is_base), None)
+    for r in block:
+        if base is None or r.is_base:
+            r.cells[DELTA] = Cell()
+            continue
+        d = [r.cells[b].mean - base.cells[b].mean for b in benches
+             if r.cells[b].mean is not None and base.cells[b].mean is not None]
+        r.cells[DELTA] = Cell(float(np.mean(d)) if d else None, None, len(d))
+
+
+def _shown(v: float | None, cfg: TableConfig) -> float | None:
+    """The value as displayed, back as a float: ranking happens at this precision."""
+    if v is None or not np.isfinite(v):
+        return None
+    return float(f"{v * cfg.scale:.{cfg.decimals}f}")
+
+
+def _emphasise(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
+    rows = [r for r in block if not r.is_base]
+    for col in columns:
+        sign = -1.0 if col in cfg.lower_is_better else 1.0
+        vals = [(r, _shown(r.cells[col].mean, cfg)) for r in rows]
+        vals = [(r, sign * v) for r, v in vals if v is not None]
+        for r, v in vals:
+            better = sum(1 for _, w in vals if w > v)
+            if better == 0:
+                r.cells[col].marks.add("best")
+            elif better == 1:
+                r.cells[col].marks.add("second")
+    sign = -1.0 if AVG in cfg.lower_is_better else 1.0
+    cand = [(r, _shown(r.cells[AVG].mean, cfg)) for r in rows if r.label in cfg.baselines]
+    cand = [(r, sign * v) for r, v in cand if v is not None]
+    if cand:
+        top = max(v for _, v in cand)
+        for r, v in cand:
+            if v == top:
+                for col in columns:
+                    if r.cells[col].mean is not None:
+                        r.cells[col].marks.add("baseline")
+
+
+def _footnotes(chosen: list, cfg: TableConfig, params: pd.DataFrame | None) -> list[str]:
+    if not chosen:
+        return []
+    what = "AVG over benchmarks" if cfg.select_by in (None, AVG) else cfg.select_by
+    notes = [f"Best config per method by mean {what} over seeds ({cfg.mode}, at the {cfg.at} step):"]
+    for model, method, config, score in chosen:
+        detail = ""
+        if params is not None and {"config", "method", "model"} <= set(params.columns):
+            # the hyper-parameters that differ between this method's configs, at the chosen one
+            same = params[(params["method"] == method) & (params["model"] == model)]
+            varying = [c for c in params.columns if c.startswith("params.") and c != "params.seed"
+                       and not c.endswith(".seed") and same[c].astype(str).nunique() > 1]
+            mine = params[params["config"] == config]
+            if varying and len(mine):
+                detail = " (" + ", ".join(f"{c[7:]}={mine[c].iloc[0]}" for c in varying) + ")"
+        notes.append(f"{model + ': ' if model else ''}{method} -> {config}{detail}, score {score:.4g}")
+    return notes
+
+
+def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
+    """Table straight from `collect(...)` output (a SweepData)."""
+    cfg = (cfg or TableConfig()).validate()
+    results, scores = results_from_history(data.history, cfg)
+    return build_table(results, cfg, scores=scores, params=data.trials)

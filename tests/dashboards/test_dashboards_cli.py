@@ -1,0 +1,115 @@
+"""`sweep table` / `sweep report` through typer's CliRunner on a small app, and the smoke mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from dashboards.cli import report_cmd, table_cmd
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    app = typer.Typer()  # as the sweep CLI registers them
+    app.command("report")(report_cmd)
+    app.command("table")(table_cmd)
+    return app
+
+
+@pytest.fixture
+def results_csv(tmp_path) -> Path:
+    rows = []
+    for method, vals in {"Base": (0.50, 0.10), "GRPO": (0.60, 0.20), "GSPO": (0.62, 0.18), "DHPO-E": (0.65, 0.25)}.items():
+        for seed in ((0,) if method == "Base" else (0, 1)):
+            for bench, v in zip(("gsm8k", "aime25"), vals):
+                rows.append(dict(model="Qwen3-1.7B", method=method, benchmark=bench, value=v + 0.01 * seed, seed=seed))
+    p = tmp_path / "results.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    return p
+
+
+def test_table_markdown_with_avg_base_and_delta(app, results_csv):
+    r = CliRunner().invoke(app, ["table", str(results_csv), "--format", "md", "--base", "Base",
+                                 "--baselines", "GRPO,GSPO", "--delta-avg", "--benchmarks", "gsm8k,aime25"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "| Method | gsm8k | aime25 | AVG | Delta Avg |"
+    assert "| Base | 50.0 | 10.0 | 30.0 | — |" in lines
+    # GRPO: (60.5, 20.5) AVG 40.5, Delta +10.5; GSPO AVG 40.5 too -> tied strongest baselines
+    assert "| GRPO | _60.5_ | <u>_20.5_</u> | <u>_40.5_</u> | <u>_+10.5_</u> |" in lines
+    assert "| DHPO-E | **65.5** | **25.5** | **45.5** | **+15.5** |" in lines
+
+
+def test_table_latex_csv_html_and_out_file(app, results_csv, tmp_path):
+    r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "latex", "--decimals", "2", "--std"])
+    assert r.exit_code == 0 and "\\begin{tabular}" in r.output and "\\textbf{65.50 $\\pm$ 0.71}" in r.output
+    out = tmp_path / "t.csv"
+    r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "csv", "--out", str(out), "--seeds"])
+    assert r.exit_code == 0 and "wrote" in r.output
+    df = pd.read_csv(out)
+    assert df.set_index("method").loc["GSPO", "AVG"] == 40.5 and df.set_index("method").loc["GSPO", "n"] == 2
+    r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "html", "--scale", "1", "--decimals", "3"])
+    assert r.exit_code == 0 and "<b>0.655</b>" in r.output
+
+
+def test_table_errors_are_clear(app, tmp_path, results_csv):
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"method": ["A"], "value": [1]}).to_csv(bad, index=False)
+    r = CliRunner().invoke(app, ["table", str(bad)])
+    assert r.exit_code == 2 and "missing column(s) ['model', 'benchmark']" in r.output and str(bad) in r.output
+    r = CliRunner().invoke(app, ["table", str(results_csv), "--delta-avg"])
+    assert r.exit_code == 2 and "TableConfig.delta_avg" in r.output
+    r = CliRunner().invoke(app, ["table", str(results_csv), "--format", "pdf"])
+    assert r.exit_code != 0
+
+
+def test_help_texts_have_examples(app):
+    for cmd in ("table", "report"):
+        r = CliRunner().invoke(app, [cmd, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+        assert r.exit_code == 0 and "Examples" in r.output and f"sweep {cmd}" in r.output
+
+
+def test_report_command_on_a_store(app, known_store, tmp_path):
+    out = tmp_path / "rep"
+    r = CliRunner().invoke(app, ["report", known_store.sweep, "--tracking-uri", known_store.uri, "--out", str(out),
+                                 "--base", "Base", "--delta-avg", "--ema-alpha", "0.02", "--no-log",
+                                 "--curves", "actor/entropy,val/avg/acc"])
+    assert r.exit_code == 0, r.output
+    assert (out / "report.html").exists() and "| Base |" in (out / "table.md").read_text()
+    r = CliRunner().invoke(app, ["report", known_store.sweep, "--tracking-uri", known_store.uri, "--no-log",
+                                 "--formats", "md"])
+    assert r.exit_code == 0 and (Path(known_store.root) / "reports" / "known" / "table.md").exists()  # beside the store
+    r = CliRunner().invoke(app, ["report", "nope", "--tracking-uri", known_store.uri, "--out", str(out)])
+    assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
+
+
+def test_report_command_reads_spec_section(app, known_store, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: known\nseeds: [0, 1]\nreport:\n  table: {select_by: val/avg/acc, at: best}\n"
+                    "  curves: [actor/entropy]\n  formats: [md]\n")
+    out = tmp_path / "rep"
+    r = CliRunner().invoke(app, ["report", "--spec", str(spec), "--tracking-uri", known_store.uri,
+                                 "--out", str(out), "--no-log"])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["table.md"]
+    spec.write_text("name: known\nreport: {tabel: {}}\n")
+    r = CliRunner().invoke(app, ["report", "--spec", str(spec), "--tracking-uri", known_store.uri, "--no-log"])
+    assert r.exit_code == 2 and "did you mean 'table'" in r.output
+
+
+def test_smoke_mode_runs_in_a_temp_dir_inside_cwd(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "dashboards", "--smoke"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "smoke ok" in proc.stdout and "| DHPO-E |" in proc.stdout
+    assert list(tmp_path.iterdir()) == []  # cleaned up

@@ -1,0 +1,165 @@
+"""write_report(): one offline HTML file, artifacts on the parent run, ReportConfig parsing,
+and the page rendered by headless Chromium without console errors.
+
+Chromium: `apt-get install -y chromium` (Debian). The browser test is skipped only when
+/usr/bin/chromium is absent.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from dashboards.report import ReportConfig, build_figures, write_report
+from dashboards.tables import TableConfig
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
+
+
+def chromium_dom(page: Path, profile: Path) -> tuple[str, list[str]]:
+    """Load the page in headless Chromium: (rendered DOM, console lines from the page)."""
+    proc = subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    return proc.stdout, console
+
+
+class PlotCounter(HTMLParser):
+    """Per plot div (id fig-N): how many <svg class="main-svg"> and trace groups it contains."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str | None] = []  # fig id owning each open <div>
+        self.plots: dict[str, dict[str, int]] = {}
+
+    def _owner(self):
+        return next((o for o in reversed(self.stack) if o), None)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "div":
+            fid = a.get("id") if (a.get("id") or "").startswith("fig-") else None
+            if fid:
+                self.plots[fid] = {"svg": 0, "traces": 0}
+            self.stack.append(fid)
+        owner = self._owner()
+        if owner and tag == "svg" and "main-svg" in (a.get("class") or ""):
+            self.plots[owner]["svg"] += 1
+        if owner and tag == "g" and re.search(r"\btrace\b", a.get("class") or ""):
+            self.plots[owner]["traces"] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.stack:
+            self.stack.pop()
+
+
+@pytest.fixture(scope="module")
+def report(known_store, known_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    cfg = ReportConfig.from_dict({"table": {"base": "Base", "delta_avg": True, "baselines": ["GRPO", "GSPO"]},
+                                  "curves": ["actor/entropy", "response_length/mean", "val/avg/acc", "not/logged"],
+                                  "ema_alpha": 0.5, "formats": ["html", "md", "latex", "csv"]})
+    paths = write_report(known_data, out, cfg, log_to_run=known_store.parent_run_id)
+    return out, paths, cfg
+
+
+def test_report_files_and_self_contained_html(report, known_data):
+    out, paths, cfg = report
+    assert set(paths) == {"html", "md", "latex", "csv"}
+    html = paths["html"].read_text()
+    # offline: plotly.js is inlined (the first script) and nothing is fetched from elsewhere
+    assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
+    inline_js, rest = html.split("</script>", 1)
+    assert len(inline_js) > 3_000_000 and "plotly.js" in inline_js[:2000]
+    assert "cdn.plot.ly" not in rest and "https://" not in rest
+    assert html.count('class="plotly-graph-div"') == 2 * 3  # 2 models x (dynamics, benchmarks, clipfrac)
+    assert '<table class="paper-table">' in html and "Not logged, not drawn: not/logged" in html
+    assert "| Base |" in paths["md"].read_text() and "\\toprule" in paths["latex"].read_text()
+    assert paths["csv"].read_text().startswith("model,method,config,n,")
+
+
+def test_report_logged_as_parent_run_artifacts(report, known_store):
+    from mlflow import MlflowClient
+
+    arts = {a.path for a in MlflowClient(known_store.uri).list_artifacts(known_store.parent_run_id, "report")}
+    assert arts == {"report/report.html", "report/table.md", "report/table.tex", "report/table.csv"}
+    assert str(Path(known_store.root)) in MlflowClient(known_store.uri).get_run(known_store.parent_run_id).info.artifact_uri
+
+
+def test_image_export_skipped_with_note_without_kaleido(known_data, tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "kaleido" else real(n, *a))
+    cfg = ReportConfig(formats=["html", "png", "svg"], clipfrac=False, benchmark_grid=False)
+    paths = write_report(known_data, tmp_path, cfg)
+    assert "PNG/SVG export skipped: kaleido is not installed" in capsys.readouterr().out
+    assert set(paths) == {"html"} and "export skipped" in paths["html"].read_text()
+
+
+def test_report_config_from_dict_and_validation():
+    cfg = ReportConfig.from_dict({"table": {"select_by": "val/avg/acc", "at": "final"},
+                                  "curves": ["actor/entropy", "response_length/mean", "val/avg/acc"]})
+    assert cfg.table == TableConfig(select_by="val/avg/acc", at="final") and cfg.ema_alpha == 1.0
+    with pytest.raises(ValueError, match=r"report: unknown key 'curve'; did you mean 'curves'\?"):
+        ReportConfig.from_dict({"curve": ["x"]})
+    with pytest.raises(ValueError, match=r"report.table: unknown key 'selectby'; did you mean 'select_by'\?"):
+        ReportConfig.from_dict({"table": {"selectby": "AVG"}})
+    with pytest.raises(ValueError, match=r"TableConfig.at:"):
+        ReportConfig.from_dict({"table": {"at": "end"}})
+    for bad, field in (({"ema_alpha": 0}, "ema_alpha"), ({"formats": ["pdf"]}, "formats"), ({"band": "x"}, "band"),
+                       ({"curves": "actor/entropy"}, "curves"), ({"by": "seed"}, "by")):
+        with pytest.raises(ValueError, match=rf"ReportConfig\.{field}:"):
+            ReportConfig.from_dict(bad)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (Debian: apt-get install -y chromium)")
+def test_chromium_renders_every_figure_without_console_errors(report, known_data, tmp_path):
+    out, paths, cfg = report
+    n_figs = sum(len(build_figures(known_data.history, cfg, m)) for m in ("m-small", "m-large"))
+    dom, console = chromium_dom(paths["html"], tmp_path / "profile")
+    assert console == [], console
+    counter = PlotCounter()
+    counter.feed(dom)
+    assert sorted(counter.plots) == sorted(f"fig-{i}" for i in range(n_figs))
+    for fid, c in counter.plots.items():
+        assert c["svg"] >= 1 and c["traces"] >= 3, (fid, c)  # rendered, with its lines drawn
+    assert '<table class="paper-table">' in dom
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (Debian: apt-get install -y chromium)")
+def test_chromium_check_catches_console_errors(tmp_path):
+    """Control: the console capture used above does see errors and broken plots."""
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><div id="fig-0" class="plotly-graph-div"></div>'
+                    "<script>console.error('boom'); undefinedFn();</script></body></html>")
+    dom, console = chromium_dom(page, tmp_path / "profile")
+    assert any("boom" in ln for ln in console) and any("Uncaught ReferenceError" in ln for ln in console)
+    counter = PlotCounter()
+    counter.feed(dom)
+    assert counter.plots == {"fig-0": {"svg": 0, "traces": 0}}
+
+
+def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatch):
+    """The PNG/SVG plumbing (file names, paths) with plotly's write_image stubbed out."""
+    import importlib.util
+
+    import plotly.graph_objects as go
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "kaleido" else real(n, *a))
+    monkeypatch.setattr(go.Figure, "write_image", lambda self, path, **kw: Path(path).write_bytes(b"img"))
+    cfg = ReportConfig(formats=["png", "svg"], clipfrac=False)
+    paths = write_report(known_data, tmp_path, cfg)
+    names = sorted(p.name for k, p in paths.items() if ":" in k)
+    assert names == sorted(f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
+                           for ext in ("png", "svg"))
+    assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
