@@ -186,6 +186,7 @@ def _init_ray(options: RunOptions, run_dir: Path) -> None:
     else:
         temp = (options.ray_temp_dir or run_dir / ".ray").resolve()
         temp.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("RAY_TMPDIR", str(temp))  # Ray's address file, instead of /tmp/ray
         ray.init(num_cpus=options.num_cpus, _temp_dir=str(temp), include_dashboard=False,
                  log_to_driver=False, configure_logging=False)
 

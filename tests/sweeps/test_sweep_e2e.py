@@ -151,13 +151,15 @@ def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path):
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
 
 
-def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path):
+def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path, monkeypatch):
     import ray
     from ray.cluster_utils import Cluster
 
     ray.shutdown()
     ray_dir = short_ray_dir()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "_temp_dir": str(ray_dir)})
+    monkeypatch.setenv("RAY_TMPDIR", str(ray_dir))  # the cluster's address file, instead of /tmp/ray
+    (ray_dir / "ray").mkdir()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "temp_dir": str(ray_dir)})
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=1, num_gpus=1)
