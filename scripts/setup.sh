@@ -17,8 +17,15 @@ if [ -f "$stamp" ]; then
 fi
 $PIP install -q torch==2.13.0
 $PIP install -q -c constraints.txt -e ".[dev]"
-# verl for the plug-in tests: its core_algos only (its dependency set pins other torch builds).
+# verl for the plug-in tests: its core_algos only (its dependency set pins other torch builds),
+# plus the few packages core_algos / FSDPActorConfig / workers.utils.losses import.
 $PIP install -q -c constraints.txt --no-deps verl==0.9.1
-$PIP install -q -c constraints.txt tensordict codetiming
+$PIP install -q -c constraints.txt "tensordict>=0.8.0,<=0.10.0,!=0.9.0" codetiming datasets
+# Debian's Chromium for the headless report test (skipped with a reason when absent).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+    || (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
+    || echo "note: chromium not installed; the headless report test will be skipped"
+fi
 rm -f .venv/.setup-*
 touch "$stamp"

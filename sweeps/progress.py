@@ -11,23 +11,28 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sweeps.spec import SweepSpec
+from sweeps.spec import Trial
 
 SHOWN = ("reward/mean", "actor/entropy", "response_length/mean", "val/avg/acc")
 STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red"}
 
 
 class LiveProgress:
-    def __init__(self, spec: SweepSpec, initial: dict[str, str], console: Console | None = None):
-        self.spec = spec
-        self.total_steps = {t.trial_id: t.config.trainer.steps for t in spec.trials}
-        self.rows = {t.trial_id: {"state": initial.get(t.trial_id, "PENDING"), "step": 0, "metrics": {}}
-                     for t in spec.trials}
+    def __init__(self, name: str, trials: list[Trial], initial: dict[str, str], console: Console | None = None):
+        self.name = name
+        self.total_steps: dict[str, int] = {}
+        self.rows: dict[str, dict] = {}
+        for t in trials:
+            self.add(t, initial.get(t.trial_id, "PENDING"))
         self.started = time.time()
         self.done_at_start = sum(self._steps_done().values())
         self.console = console or Console()
         self.live: Live | None = None
         self.last_render = 0.0
+
+    def add(self, trial: Trial, state: str = "PENDING") -> None:
+        self.total_steps[trial.trial_id] = trial.config.trainer.steps
+        self.rows[trial.trial_id] = {"state": state, "step": 0, "metrics": {}}
 
     def _steps_done(self) -> dict[str, int]:
         return {tid: (self.total_steps[tid] if r["state"] in ("FINISHED", "SKIPPED") else r["step"])
@@ -46,7 +51,7 @@ class LiveProgress:
             counts[r["state"]] = counts.get(r["state"], 0) + 1
         eta = self.eta_seconds()
         summary = "  ".join(f"{k.lower()}: {v}" for k, v in sorted(counts.items()))
-        title = f"sweep {self.spec.name}  [{summary}]  ETA {_fmt_time(eta)}"
+        title = f"sweep {self.name}  [{summary}]  ETA {_fmt_time(eta)}"
         table = Table(title=title, expand=False)
         for col in ("trial", "state", "step") + SHOWN:
             table.add_column(col, justify="left" if col in ("trial", "state") else "right")

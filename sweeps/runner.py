@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeps.progress import LiveProgress
-from sweeps.spec import SweepSpec, Trial
+from sweeps.spec import SweepSpec, Trial, search_trial
 from sweeps.tracking import SweepTracker, default_tracking_uri
 
 LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
@@ -87,6 +87,22 @@ def latest_checkpoint(results_dir: Path, trial_id: str) -> Path | None:
 # ---- the trial function (runs in a Ray worker) ------------------------------------------
 
 
+def trial_payload(trial: Trial, resume_from: Path | None, scratch: Path) -> dict:
+    """What a Tune trial carries: the resolved config (plain data) and where to resume from."""
+    return {"trial_id": trial.trial_id, "config_id": trial.config_id, "method": trial.method, "variant": trial.variant,
+            "config": trial.config.to_dict(), "scratch_dir": str(scratch),
+            "resume_from": str(resume_from) if resume_from else None}
+
+
+def trial_from_tune_config(config: dict) -> Trial:
+    """The Trial of a Tune config: the payload's trial, or (Optuna search) its template + sampled values."""
+    from trainers.config import TrialConfig
+
+    p = config["trial"]
+    trial = Trial(p["trial_id"], p["config_id"], p["method"], p["variant"], TrialConfig.from_dict(p["config"], p["trial_id"]))
+    return search_trial(trial, config["search"]) if config.get("search") else trial
+
+
 def _checkpoint_step(directory: Path | None) -> int:
     if directory is None or not (directory / STEP_FILE).is_file():
         return 0
@@ -99,10 +115,9 @@ def run_trial(config: dict) -> None:
     from ray import tune
 
     from trainers.api import get_trainer
-    from trainers.config import TrialConfig
 
     payload = config["trial"]
-    cfg = TrialConfig.from_dict(payload["config"], source=payload["trial_id"])
+    cfg = trial_from_tune_config(config).config
     scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=payload["scratch_dir"]))
     resume = None
     checkpoint = tune.get_checkpoint()
@@ -142,13 +157,18 @@ def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveP
         """Driver-side single writer: Tune results -> MLflow child runs, in batches."""
 
         def on_trial_start(self, iteration, trials, trial, **info):
-            tid = trial.config["trial"]["trial_id"]
-            tracker.start_trial(by_id[tid])
+            t = trial_from_tune_config(trial.config)
+            tid = t.trial_id
+            if tid not in by_id:  # a search sample
+                by_id[tid] = t
+                if progress:
+                    progress.add(t)
+            tracker.start_trial(t)
             if progress:
                 progress.update(tid, state="RUNNING")
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
-            tid = trial.config["trial"]["trial_id"]
+            tid = _tid(trial)
             step = int(result["step"])
             metrics = {k: v for k, v in result.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
             meta = result.get("meta", "{}")
@@ -160,13 +180,13 @@ def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveP
                 progress.update(tid, state="RUNNING", step=step, metrics=metrics)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
-            tid = trial.config["trial"]["trial_id"]
+            tid = _tid(trial)
             tracker.end_trial(tid, "FINISHED")
             if progress:
                 progress.update(tid, state="FINISHED")
 
         def on_trial_error(self, iteration, trials, trial, **info):
-            tid = trial.config["trial"]["trial_id"]
+            tid = _tid(trial)
             has_file = trial.error_file and Path(trial.error_file).is_file()
             error = Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
             tracker.end_trial(tid, "FAILED", error=str(error))
@@ -205,25 +225,29 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
-    statuses = {t.trial_id: "SKIPPED" for t in spec.trials if tracker.finished(t)}
-    pending = [t for t in spec.trials if t.trial_id not in statuses]
-    by_id = {t.trial_id: t for t in spec.trials}
-    progress = LiveProgress(spec, statuses) if options.show_progress else None
+    if spec.search:  # the one trial of the spec is the template the samples are drawn around
+        statuses, pending, by_id = {}, spec.trials[:1], {}
+        shown = []
+    else:
+        statuses = {t.trial_id: "SKIPPED" for t in spec.trials if tracker.finished(t)}
+        pending = [t for t in spec.trials if t.trial_id not in statuses]
+        by_id = {t.trial_id: t for t in spec.trials}
+        shown = spec.trials
+    progress = LiveProgress(spec.name, shown, statuses) if options.show_progress else None
     status = "FINISHED"
     try:
+        search_kwargs = _search(spec, tracker)
+        if spec.search and search_kwargs["num_samples"] == 0:
+            pending = []  # every requested sample already FINISHED in an earlier run
         if pending:
-            payloads = []
-            for t in pending:
-                ckpt = latest_checkpoint(results_dir, t.trial_id)
-                payloads.append({"trial_id": t.trial_id, "config": t.config.to_dict(), "scratch_dir": str(scratch),
-                                 "resume_from": str(ckpt) if ckpt else None})
+            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id), scratch) for t in pending]
             _init_ray(options, run_dir)
             tuner = tune.Tuner(
                 tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
-                param_space={"trial": tune.grid_search(payloads)},
-                tune_config=tune.TuneConfig(max_concurrent_trials=spec.max_concurrent,
-                                            scheduler=_scheduler(spec), trial_dirname_creator=_dirname,
-                                            trial_name_creator=_dirname),
+                param_space=_param_space(spec, payloads),
+                tune_config=tune.TuneConfig(max_concurrent_trials=spec.max_concurrent, scheduler=_scheduler(spec),
+                                            trial_dirname_creator=_dirname, trial_name_creator=_dirname,
+                                            **search_kwargs),
                 run_config=tune.RunConfig(
                     name=time.strftime("attempt-%Y%m%d-%H%M%S"), storage_path=str(results_dir),
                     failure_config=tune.FailureConfig(max_failures=spec.max_failures),
@@ -236,7 +260,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
             else:
                 grid = tuner.fit()
             for r in grid:
-                tid = r.config["trial"]["trial_id"]
+                tid = trial_from_tune_config(r.config).trial_id
                 statuses[tid] = "FAILED" if r.error else "FINISHED"
             if any(s == "FAILED" for s in statuses.values()):
                 status = "FAILED"
@@ -252,8 +276,12 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     return SweepResult(tracking_uri, tracker.parent_id, statuses, time.time() - started)
 
 
-def _dirname(trial) -> str:
-    return trial.config["trial"]["trial_id"]
+def _tid(tune_trial) -> str:
+    return trial_from_tune_config(tune_trial.config).trial_id
+
+
+def _dirname(tune_trial) -> str:
+    return _tid(tune_trial)
 
 
 def _scheduler(spec: SweepSpec):
@@ -263,6 +291,39 @@ def _scheduler(spec: SweepSpec):
 
     s = spec.scheduler
     metric = s["metric"]
-    return ASHAScheduler(metric=f"last/{metric}" if metric.startswith("val/") else metric, mode=s["mode"],
+    return ASHAScheduler(metric=_tune_metric(metric), mode=s["mode"],
                          time_attr="step", grace_period=s["grace_period"], reduction_factor=s["reduction_factor"],
                          max_t=max(t.config.trainer.steps for t in spec.trials))
+
+
+def _tune_metric(metric: str) -> str:
+    """Validation metrics are reported every eval_every steps; 'last/<metric>' carries the latest value."""
+    return f"last/{metric}" if metric.startswith("val/") else metric
+
+
+def _param_space(spec: SweepSpec, payloads: list[dict]) -> dict:
+    from ray import tune
+
+    if not spec.search:
+        return {"trial": tune.grid_search(payloads)}
+    space = {}
+    for key, dist in spec.search["space"].items():
+        if dist["type"] == "choice":
+            space[key] = tune.choice(dist["values"])
+        elif dist["type"] == "int":
+            space[key] = tune.randint(int(dist["low"]), int(dist["high"]) + 1)
+        else:
+            space[key] = (tune.loguniform if dist.get("log") else tune.uniform)(dist["low"], dist["high"])
+    return {"trial": payloads[0], "search": space}
+
+
+def _search(spec: SweepSpec, tracker: SweepTracker) -> dict:
+    """Optuna search: num_samples minus the samples already FINISHED in earlier runs of the sweep."""
+    if not spec.search:
+        return {}
+    from ray.tune.search.optuna import OptunaSearch
+
+    done = sum(1 for info in tracker.children.values() if info["status"] == "FINISHED")
+    return {"search_alg": OptunaSearch(metric=_tune_metric(spec.search["metric"]), mode=spec.search["mode"],
+                                       seed=spec.trials[0].config.seed),
+            "num_samples": max(spec.search["num_samples"] - done, 0)}

@@ -140,12 +140,32 @@ def compose_base(defaults: list, source: str) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def _set_dotted(target: dict, dotted: str, value: Any) -> None:
+def _set_dotted(target: dict, dotted: str, value: Any) -> dict:
     node = target
     parts = dotted.split(".")
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
+    return target
+
+
+def _example(dist: dict) -> Any:
+    """A value inside a search distribution (used to validate the key path and type early)."""
+    if dist["type"] == "choice":
+        return dist["values"][0]
+    mid = (dist["low"] + dist["high"]) / 2
+    return int(mid) if dist["type"] == "int" else float(mid)
+
+
+def search_trial(template: Trial, values: dict[str, Any]) -> Trial:
+    """The trial of one search sample: the template config with the sampled values applied."""
+    data = template.config.to_dict()
+    for key, value in values.items():
+        _set_dotted(data, key, value)
+    cfg = TrialConfig.from_dict(data, source="search sample")
+    suffix = "-".join(_id_part(k, round(v, 6) if isinstance(v, float) else v) for k, v in sorted(values.items()))
+    config_id = f"{template.config_id}-{suffix}"
+    return Trial(f"{config_id}.s{cfg.seed}", config_id, template.method, template.variant, cfg)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -325,6 +345,17 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 seen[trial_id] = where
                 trials.append(Trial(trial_id, config_id, label or method_label(cfg), vi, cfg))
     search = _check_search(raw.get("search"), src)
+    if search is not None:
+        configs = {t.config_id for t in trials}
+        if len(configs) != 1:
+            raise SpecError(f"{src}: search: expected exactly one variant without grid axes to search around, "
+                            f"got {len(configs)} configurations ({sorted(configs)[:4]}...)")
+        for key in search["space"]:
+            template = _set_dotted(copy.deepcopy(trials[0].config.to_dict()), key, _example(search["space"][key]))
+            try:
+                TrialConfig.from_dict(template, source=f"{src}: search.space")
+            except ConfigError as err:
+                raise SpecError(str(err)) from None
     scheduler = _check_scheduler(raw.get("scheduler"), src)
     report = _check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw)

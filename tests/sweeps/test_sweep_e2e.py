@@ -182,3 +182,28 @@ def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path, monkeypatch):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_optuna_search_with_asha_runs_samples_as_child_runs(tmp_path, local_ray):
+    spec = write_spec(tmp_path, "e2e_search", seeds=(0,), steps=4, variants=[{"algorithm": "grpo"}])
+    text = spec.read_text() + (
+        "search: {method: optuna, metric: val/avg/acc, mode: max, num_samples: 3,\n"
+        "         space: {trainer.lr: {type: float, low: 1.0e-5, high: 1.0e-3, log: true},\n"
+        "                 algorithm.params.eps_high: {type: choice, values: [0.2, 0.28]}}}\n"
+        "scheduler: {type: asha, metric: val/avg/acc, mode: max, grace_period: 2}\n")
+    spec.write_text(text)
+    run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
+    result = _run(spec, run_dir, ray_dir)
+    assert len(result.statuses) == 3 and set(result.statuses.values()) == {"FINISHED"}
+    client = client_for(run_dir)
+    kids = children(client, "e2e_search")
+    assert set(kids) == set(result.statuses)
+    lrs = {float(r.data.params["trainer.lr"]) for r in kids.values()}
+    assert len(lrs) == 3 and all(1e-5 <= lr <= 1e-3 for lr in lrs)  # sampled values reached the trainer config
+    for tid, run in kids.items():
+        assert tid.startswith("grpo-") and tid.endswith(".s0") and "lr" in tid
+        assert run.data.params["algorithm.params.eps_high"] in ("0.2", "0.28")
+        assert steps_of(client, run.info.run_id, "val/avg/acc")[0] == 0
+    # Running it again: the 3 samples are done, nothing new runs.
+    again = _run(spec, run_dir, ray_dir)
+    assert again.statuses == {} and len(children(client, "e2e_search")) == 3
