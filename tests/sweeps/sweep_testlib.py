@@ -24,7 +24,7 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
             "trainer": {"steps": steps, "eval_every": 2, "checkpoint_every": checkpoint_every, "prompts_per_step": 2,
                         "group_size": 4, "max_new_tokens": 24, "eval_k": 1},
             "data": {"eval_size": 4, "train_size": 200},
-            "warm_start": {"steps": 30, "cache_dir": str(TEST_CACHE)},
+            "warm_start": {"steps": 150, "cache_dir": str(TEST_CACHE)},
         },
         "seeds": list(seeds),
         "max_concurrent": max_concurrent,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers.utils import logging as hf_logging
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from evaluators.tasks import VOCAB_CHARS
@@ -65,6 +66,7 @@ def resolve_device(device: str) -> torch.device:
 def load_policy(path: str | Path, device: torch.device, dtype: str):
     """Load a causal LM and its tokenizer from a local directory (never from a hub)."""
     path = Path(path)
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
