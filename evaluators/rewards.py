@@ -9,14 +9,14 @@
 Safe to call from any thread (Ray actors, thread pools): math-verify is called with its
 signal.alarm timeouts disabled (`parsing_timeout=None`, `timeout_seconds=None`; signals only work
 in the main thread), and its running time is bounded here instead by only handing it short
-strings without exponent towers or factorials (see `_cheap_for_sympy`). On the first call
-math-verify logs a one-off warning that its timeout is disabled; that is expected.
+strings without exponent towers or factorials (see `_cheap_for_sympy`). Its one-off "timeout is disabled" warning is silenced.
 
 Self-check: python -m evaluators.rewards
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -85,6 +85,9 @@ def _math_verify_equal(pred: str, gold: str) -> bool:
     if not (_cheap_for_sympy(pred) and _cheap_for_sympy(gold)):
         return False
     from math_verify import parse, verify  # deferred: imports sympy (~0.4 s)
+
+    # We disable its signal timeouts on purpose (see the module docstring): silence its one-off warning.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
 
     def wrap(s: str) -> str:  # math-verify's LaTeX extractor wants $...$ (or \boxed{})
         return s if "$" in s or "\\boxed" in s else f"${s}$"

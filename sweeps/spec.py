@@ -382,19 +382,23 @@ def _resources(value: Any, src: str) -> Resources:
     return res
 
 
+def _check_section(section: Any, name: str, allowed: tuple[str, ...], src: str) -> None:
+    """A mapping with known keys only, and mode (if any) in max/min."""
+    if not isinstance(section, dict):
+        raise SpecError(f"{src}: {name}: expected a mapping with keys {list(allowed)}")
+    for key in section:
+        if key not in allowed:
+            raise _unknown(f"{src}: {name}", key, allowed)
+    if section.get("mode", "max") not in ("max", "min"):
+        raise SpecError(f"{src}: {name}.mode: expected 'max' or 'min', got {section.get('mode')!r}")
+
+
 def _check_search(search: Any, src: str) -> dict | None:
     if search is None:
         return None
-    allowed = ("method", "metric", "mode", "num_samples", "space")
-    if not isinstance(search, dict):
-        raise SpecError(f"{src}: search: expected a mapping with keys {list(allowed)}")
-    for key in search:
-        if key not in allowed:
-            raise _unknown(f"{src}: search", key, allowed)
+    _check_section(search, "search", ("method", "metric", "mode", "num_samples", "space"), src)
     if search.get("method", "optuna") != "optuna":
         raise SpecError(f"{src}: search.method: expected 'optuna', got {search.get('method')!r}")
-    if search.get("mode", "max") not in ("max", "min"):
-        raise SpecError(f"{src}: search.mode: expected 'max' or 'min', got {search.get('mode')!r}")
     if not isinstance(search.get("metric"), str):
         raise SpecError(f"{src}: search.metric: expected a metric name such as val/avg/acc")
     n = search.get("num_samples", 8)
@@ -418,16 +422,9 @@ def _check_search(search: Any, src: str) -> dict | None:
 def _check_scheduler(scheduler: Any, src: str) -> dict | None:
     if scheduler is None:
         return None
-    allowed = ("type", "metric", "mode", "grace_period", "reduction_factor")
-    if not isinstance(scheduler, dict):
-        raise SpecError(f"{src}: scheduler: expected a mapping with keys {list(allowed)}")
-    for key in scheduler:
-        if key not in allowed:
-            raise _unknown(f"{src}: scheduler", key, allowed)
+    _check_section(scheduler, "scheduler", ("type", "metric", "mode", "grace_period", "reduction_factor"), src)
     if scheduler.get("type") != "asha":
         raise SpecError(f"{src}: scheduler.type: expected 'asha', got {scheduler.get('type')!r}")
-    if scheduler.get("mode", "max") not in ("max", "min"):
-        raise SpecError(f"{src}: scheduler.mode: expected 'max' or 'min', got {scheduler.get('mode')!r}")
     return {"metric": "val/avg/acc", "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
 
 
