@@ -68,7 +68,7 @@ class DataConfig:
 
 @dataclass
 class WarmStartConfig:
-    steps: int = 1500
+    steps: int = 2000
     """Supervised steps on reference solutions that build the base policy (0 = random init)."""
     lr: float = 3e-3
     """Learning rate of the warm start."""
@@ -76,6 +76,8 @@ class WarmStartConfig:
     """Problems per warm-start step."""
     cache_dir: str = ".cache/base_models"
     """Where base checkpoints are cached, keyed by a hash of their config (relative to the cwd)."""
+    answer_noise: float = 0.4
+    """Share of warm-start targets whose final answer is off (reasoning intact): RL can learn to report it."""
 
 
 @dataclass
@@ -88,15 +90,15 @@ class TrainerConfig:
     """Responses per prompt (G); advantages are normalised within a group (DHPO eq. 1)."""
     updates_per_rollout: int = 2
     """Mini-batch updates per rollout: policy staleness, SSPO's mu."""
-    lr: float = 1e-3
-    """AdamW learning rate."""
+    lr: float = 1e-4
+    """AdamW learning rate (1e-4 raises held-out accuracy on the tiny preset; 3e-4 and more destabilise it)."""
     warmup_steps: int = 10
     """Linear learning-rate warm-up, in optimizer updates."""
     weight_decay: float = 0.1
     """AdamW weight decay (DHPO App. D: 0.1)."""
     grad_clip: float = 1.0
     """Max global gradient norm."""
-    max_new_tokens: int = 48
+    max_new_tokens: int = 80
     """Response length cap during rollouts and evaluation."""
     temperature: float = 1.0
     """Rollout sampling temperature (papers: 1.0)."""
@@ -241,6 +243,7 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
     for path, value in files:
         _require(Path(value).is_file(), source, path, "an existing JSONL file", value)
     _require(w.steps >= 0 and w.batch_size >= 1 and w.lr > 0, source, "warm_start", "steps >= 0, batch_size >= 1, lr > 0", dataclasses.asdict(w))
+    _require(0 <= w.answer_noise <= 1, source, "warm_start.answer_noise", "a number in [0, 1]", w.answer_noise)
     _require(cfg.backend == "local", source, "backend", "'local' (the verl backend is not available yet)", cfg.backend)
     _require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
     try:

@@ -27,7 +27,7 @@ from trainers.config import TrialConfig, load_trial_config
 from trainers.local.model import build_char_tokenizer, build_tiny_model, resolve_device
 from trainers.local.rollout import left_pad
 
-FORMAT_VERSION = 1  # bump when the warm-start procedure changes
+FORMAT_VERSION = 2  # bump when the warm-start procedure changes
 BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for every trial
 
 
@@ -42,12 +42,20 @@ def base_key(cfg: TrialConfig) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
-def supervised_batch(tokenizer, problems: list[Problem], device: torch.device):
-    """Token ids of prompt + solution + <eos>, with loss only on the solution part."""
+def noisy_solution(problem: Problem, rng: random.Random) -> str:
+    """The reference reasoning with a wrong final answer (off by 1-9), same response format."""
+    answer = int(problem.answer)
+    wrong = answer + rng.choice([d for d in range(-9, 10) if d and answer + d >= 0])
+    return problem.solution.replace(f"<answer>{problem.answer}</answer>", f"<answer>{wrong}</answer>")
+
+
+def supervised_batch(tokenizer, problems: list[Problem], device: torch.device, targets: list[str] | None = None):
+    """Token ids of prompt + target + <eos>, with loss only on the target (default: the solution)."""
     seqs, starts = [], []
-    for p in problems:
+    for i, p in enumerate(problems):
         prompt = tokenizer(p.prompt, add_special_tokens=False).input_ids
-        answer = tokenizer(p.solution, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
+        target = targets[i] if targets else p.solution
+        answer = tokenizer(target, add_special_tokens=False).input_ids + [tokenizer.eos_token_id]
         seqs.append(prompt + answer)
         starts.append(len(prompt))
     ids, mask = left_pad(seqs, tokenizer.pad_token_id, device)
@@ -59,7 +67,13 @@ def supervised_batch(tokenizer, problems: list[Problem], device: torch.device):
 
 
 def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=print) -> None:
-    """Supervised fine-tuning of ``model`` in place on the problems' reference solutions."""
+    """Supervised fine-tuning of ``model`` in place on the problems' reference solutions.
+
+    An ``answer_noise`` share of the targets (drawn independently of the prompt) keeps the correct
+    reasoning but reports a wrong final answer, so the base policy often fails to report what it
+    computed, on any problem: a prompt-independent flaw that RL with a verifier can remove, like
+    the formatting and consistency habits RLVR fixes in real base models.
+    """
     w = cfg.warm_start
     device = next(model.parameters()).device
     rng = random.Random(BASE_INIT_SEED)
@@ -67,7 +81,10 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(w.steps, 1)))
     model.train()
     for step in range(w.steps):
-        ids, mask, loss_mask = supervised_batch(tokenizer, rng.sample(problems, min(w.batch_size, len(problems))), device)
+        batch = rng.sample(problems, min(w.batch_size, len(problems)))
+        targets = [noisy_solution(p, rng) if p.answer.isdigit() and rng.random() < w.answer_noise else p.solution
+                   for p in batch]
+        ids, mask, loss_mask = supervised_batch(tokenizer, batch, device, targets)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, :-1].float()
         nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
