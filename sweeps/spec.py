@@ -28,7 +28,6 @@ Every error names the spec file, the key path and what was expected, before anyt
 from __future__ import annotations
 
 import copy
-import difflib
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -37,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from sweeps.spec_errors import SpecError, unknown_key
+from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
 from trainers.config import ConfigError, TrialConfig, apply_overrides
 from trainers.objectives import OBJECTIVES
 
@@ -58,10 +59,6 @@ _SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?
                                   list("-+0123456789"))
 
 
-class SpecError(ValueError):
-    """A malformed sweep spec; the message names the file, the key path and what was expected."""
-
-
 @dataclass
 class Trial:
     trial_id: str  # e.g. 'dhpo-entropy-branch.s1'
@@ -76,12 +73,6 @@ class Trial:
         return {"trial_id": self.trial_id, "config": self.config_id, "method": self.method,
                 "algorithm": c.algorithm.name, "variant": str(self.variant), "seed": str(c.seed),
                 "model": c.model.name, "backend": c.backend}
-
-
-@dataclass
-class Resources:
-    cpus: float = 1.0
-    gpus: float = 0.0
 
 
 @dataclass
@@ -110,12 +101,6 @@ def resolve_spec_path(name_or_path: str | Path) -> Path:
     raise SpecError(f"{name_or_path}: spec file not found (looked in the cwd and {CONFIGS_DIR / 'sweeps'}: {shipped})")
 
 
-def _unknown(where: str, key: str, allowed) -> SpecError:
-    hint = difflib.get_close_matches(str(key), list(allowed), n=1)
-    did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
-    return SpecError(f"{where}: unknown key '{key}'{did_you_mean}; expected one of {sorted(allowed)}")
-
-
 def compose_base(defaults: list, source: str) -> dict[str, Any]:
     """Compose configs/<group>/<name>.yaml for each default with Hydra's compose API."""
     from hydra import compose, initialize_config_dir
@@ -129,7 +114,7 @@ def compose_base(defaults: list, source: str) -> dict[str, Any]:
         (group, option), = item.items()
         groups = sorted(d.name for d in CONFIGS_DIR.iterdir() if d.is_dir() and d.name != "sweeps")
         if group not in groups:
-            raise _unknown(f"{source}: defaults[{i}]", group, groups)
+            raise unknown_key(f"{source}: defaults[{i}]", group, groups)
         if not (CONFIGS_DIR / group / f"{option}.yaml").is_file():
             options = sorted(x.stem for x in (CONFIGS_DIR / group).glob("*.yaml"))
             raise SpecError(f"{source}: defaults[{i}].{group}: no preset {option!r}; expected one of {options}")
@@ -186,7 +171,7 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
         raise SpecError(f"{where}: missing key 'algorithm' (one of {sorted(OBJECTIVES)})")
     name = variant["algorithm"]
     if not isinstance(name, str) or name not in OBJECTIVES:
-        raise _unknown(f"{where}.algorithm", name, OBJECTIVES)
+        raise unknown_key(f"{where}.algorithm", name, OBJECTIVES)
     param_names = list(OBJECTIVES[name].param_docs())
     pairs: list[tuple[str, Any]] = [("algorithm.name", name)]
     for key, value in variant.items():
@@ -207,7 +192,7 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
             else:
                 pairs.append((key, value))
         else:
-            raise _unknown(where, key, ["label", "clip", "algorithm"] + param_names + list(TRIAL_SECTIONS))
+            raise unknown_key(where, key, ["label", "clip", "algorithm"] + param_names + list(TRIAL_SECTIONS))
     return pairs
 
 
@@ -287,7 +272,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
         raise SpecError(str(err)) from None
     for key in raw:
         if key not in SPEC_KEYS:
-            raise _unknown(src, key, SPEC_KEYS)
+            raise unknown_key(src, key, SPEC_KEYS)
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\ "):
         raise SpecError(f"{src}: name: expected a non-empty string without spaces or slashes, got {name!r}")
@@ -307,9 +292,9 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
             raise SpecError(f"{src}: base: expected a mapping of trial-config overrides")
         for key, value in _flatten(raw["base"]).items():
             _set_dotted(base, key, value)
-    resources = _resources(raw.get("resources", {}), src)
-    max_concurrent = _positive_int(raw, "max_concurrent", 2, src)
-    max_failures = _positive_int(raw, "max_failures", 2, src, minimum=0)
+    resources = parse_resources(raw.get("resources", {}), src)
+    max_concurrent = positive_int(raw, "max_concurrent", 2, src)
+    max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
 
     trials: list[Trial] = []
     seen: dict[str, str] = {}
@@ -344,7 +329,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                                     "give the variants different values or a distinguishing key")
                 seen[trial_id] = where
                 trials.append(Trial(trial_id, config_id, label or method_label(cfg), vi, cfg))
-    search = _check_search(raw.get("search"), src)
+    search = check_search(raw.get("search"), src)
     if search is not None:
         configs = {t.config_id for t in trials}
         if len(configs) != 1:
@@ -356,88 +341,6 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 TrialConfig.from_dict(template, source=f"{src}: search.space")
             except ConfigError as err:
                 raise SpecError(str(err)) from None
-    scheduler = _check_scheduler(raw.get("scheduler"), src)
-    report = _check_report(raw.get("report", {}), src)
+    scheduler = check_scheduler(raw.get("scheduler"), src)
+    report = check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw)
-
-
-def _positive_int(raw: dict, key: str, default: int, src: str, minimum: int = 1) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise SpecError(f"{src}: {key}: expected an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _resources(value: Any, src: str) -> Resources:
-    if not isinstance(value, dict):
-        raise SpecError(f"{src}: resources: expected a mapping like {{cpus: 1, gpus: 0}}, got {value!r}")
-    for key, v in value.items():
-        if key not in ("cpus", "gpus"):
-            raise _unknown(f"{src}: resources", key, ["cpus", "gpus"])
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise SpecError(f"{src}: resources.{key}: expected a number >= 0 (fractions allowed), got {v!r}")
-    res = Resources(float(value.get("cpus", 1)), float(value.get("gpus", 0)))
-    if res.cpus <= 0:
-        raise SpecError(f"{src}: resources.cpus: expected a number > 0, got {res.cpus}")
-    return res
-
-
-def _check_section(section: Any, name: str, allowed: tuple[str, ...], src: str) -> None:
-    """A mapping with known keys only, and mode (if any) in max/min."""
-    if not isinstance(section, dict):
-        raise SpecError(f"{src}: {name}: expected a mapping with keys {list(allowed)}")
-    for key in section:
-        if key not in allowed:
-            raise _unknown(f"{src}: {name}", key, allowed)
-    if section.get("mode", "max") not in ("max", "min"):
-        raise SpecError(f"{src}: {name}.mode: expected 'max' or 'min', got {section.get('mode')!r}")
-
-
-def _check_search(search: Any, src: str) -> dict | None:
-    if search is None:
-        return None
-    _check_section(search, "search", ("method", "metric", "mode", "num_samples", "space"), src)
-    if search.get("method", "optuna") != "optuna":
-        raise SpecError(f"{src}: search.method: expected 'optuna', got {search.get('method')!r}")
-    if not isinstance(search.get("metric"), str):
-        raise SpecError(f"{src}: search.metric: expected a metric name such as val/avg/acc")
-    n = search.get("num_samples", 8)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise SpecError(f"{src}: search.num_samples: expected an integer >= 1, got {n!r}")
-    space = search.get("space")
-    if not isinstance(space, dict) or not space:
-        raise SpecError(f"{src}: search.space: expected a mapping key.path -> {{type: float|int|choice, ...}}")
-    for key, dist in space.items():
-        where = f"{src}: search.space.{key}"
-        if not isinstance(dist, dict) or dist.get("type") not in ("float", "int", "choice"):
-            raise SpecError(f"{where}: expected {{type: float|int, low, high[, log]}} or {{type: choice, values: [...]}}")
-        if dist["type"] == "choice":
-            if not isinstance(dist.get("values"), list) or not dist["values"]:
-                raise SpecError(f"{where}.values: expected a non-empty list")
-        elif not all(isinstance(dist.get(b), (int, float)) for b in ("low", "high")) or dist["low"] >= dist["high"]:
-            raise SpecError(f"{where}: expected numbers low < high, got low={dist.get('low')!r} high={dist.get('high')!r}")
-    return {"method": "optuna", "mode": search.get("mode", "max"), "num_samples": n, **search}
-
-
-def _check_scheduler(scheduler: Any, src: str) -> dict | None:
-    if scheduler is None:
-        return None
-    _check_section(scheduler, "scheduler", ("type", "metric", "mode", "grace_period", "reduction_factor"), src)
-    if scheduler.get("type") != "asha":
-        raise SpecError(f"{src}: scheduler.type: expected 'asha', got {scheduler.get('type')!r}")
-    return {"metric": "val/avg/acc", "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
-
-
-def _check_report(report: Any, src: str) -> dict:
-    if not isinstance(report, dict):
-        raise SpecError(f"{src}: report: expected a mapping, got {report!r}")
-    try:
-        from dashboards.report import ReportConfig
-
-        ReportConfig.from_dict(report)
-    except ImportError:
-        pass
-    except ValueError as err:
-        msg = str(err)
-        raise SpecError(f"{src}: {msg}" if msg.startswith("report") else f"{src}: report: {msg}") from None
-    return report

@@ -1,0 +1,99 @@
+"""Validation of a sweep spec's non-grid sections: resources, search, scheduler, report.
+
+Each check raises SpecError naming the spec file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sweeps.spec_errors import SpecError, unknown_key
+
+
+@dataclass
+class Resources:
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+
+def positive_int(raw: dict, key: str, default: int, src: str, minimum: int = 1) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SpecError(f"{src}: {key}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def parse_resources(value: Any, src: str) -> Resources:
+    if not isinstance(value, dict):
+        raise SpecError(f"{src}: resources: expected a mapping like {{cpus: 1, gpus: 0}}, got {value!r}")
+    for key, v in value.items():
+        if key not in ("cpus", "gpus"):
+            raise unknown_key(f"{src}: resources", key, ["cpus", "gpus"])
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise SpecError(f"{src}: resources.{key}: expected a number >= 0 (fractions allowed), got {v!r}")
+    res = Resources(float(value.get("cpus", 1)), float(value.get("gpus", 0)))
+    if res.cpus <= 0:
+        raise SpecError(f"{src}: resources.cpus: expected a number > 0, got {res.cpus}")
+    return res
+
+
+def check_section(section: Any, name: str, allowed: tuple[str, ...], src: str) -> None:
+    """A mapping with known keys only, and mode (if any) in max/min."""
+    if not isinstance(section, dict):
+        raise SpecError(f"{src}: {name}: expected a mapping with keys {list(allowed)}")
+    for key in section:
+        if key not in allowed:
+            raise unknown_key(f"{src}: {name}", key, allowed)
+    if section.get("mode", "max") not in ("max", "min"):
+        raise SpecError(f"{src}: {name}.mode: expected 'max' or 'min', got {section.get('mode')!r}")
+
+
+def check_search(search: Any, src: str) -> dict | None:
+    if search is None:
+        return None
+    check_section(search, "search", ("method", "metric", "mode", "num_samples", "space"), src)
+    if search.get("method", "optuna") != "optuna":
+        raise SpecError(f"{src}: search.method: expected 'optuna', got {search.get('method')!r}")
+    if not isinstance(search.get("metric"), str):
+        raise SpecError(f"{src}: search.metric: expected a metric name such as val/avg/acc")
+    n = search.get("num_samples", 8)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SpecError(f"{src}: search.num_samples: expected an integer >= 1, got {n!r}")
+    space = search.get("space")
+    if not isinstance(space, dict) or not space:
+        raise SpecError(f"{src}: search.space: expected a mapping key.path -> {{type: float|int|choice, ...}}")
+    for key, dist in space.items():
+        where = f"{src}: search.space.{key}"
+        if not isinstance(dist, dict) or dist.get("type") not in ("float", "int", "choice"):
+            raise SpecError(f"{where}: expected {{type: float|int, low, high[, log]}} or {{type: choice, values: [...]}}")
+        if dist["type"] == "choice":
+            if not isinstance(dist.get("values"), list) or not dist["values"]:
+                raise SpecError(f"{where}.values: expected a non-empty list")
+        elif not all(isinstance(dist.get(b), (int, float)) for b in ("low", "high")) or dist["low"] >= dist["high"]:
+            raise SpecError(f"{where}: expected numbers low < high, got low={dist.get('low')!r} high={dist.get('high')!r}")
+    return {"method": "optuna", "mode": search.get("mode", "max"), "num_samples": n, **search}
+
+
+def check_scheduler(scheduler: Any, src: str) -> dict | None:
+    if scheduler is None:
+        return None
+    check_section(scheduler, "scheduler", ("type", "metric", "mode", "grace_period", "reduction_factor"), src)
+    if scheduler.get("type") != "asha":
+        raise SpecError(f"{src}: scheduler.type: expected 'asha', got {scheduler.get('type')!r}")
+    return {"metric": "val/avg/acc", "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
+
+
+def check_report(report: Any, src: str) -> dict:
+    if not isinstance(report, dict):
+        raise SpecError(f"{src}: report: expected a mapping, got {report!r}")
+    try:
+        from dashboards.report import ReportConfig
+
+        ReportConfig.from_dict(report)
+    except ImportError:
+        pass
+    except ValueError as err:
+        msg = str(err)
+        raise SpecError(f"{src}: {msg}" if msg.startswith("report") else f"{src}: report: {msg}") from None
+    return report
