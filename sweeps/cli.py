@@ -44,7 +44,10 @@ def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
     # trainer.steps=50 is shorthand for base.trainer.steps=50
     all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + [f"base.{o}" for o in base_overrides]
     try:
-        return load_spec(spec, all_overrides)
+        loaded = load_spec(spec, all_overrides)
+        if smoke:  # its own experiment: smoke trials never mix with the real ones
+            loaded.name = f"{loaded.name}_smoke"
+        return loaded
     except SpecError as err:
         console.print(f"[red]error:[/] {escape(str(err))}", soft_wrap=True)  # paths stay whole for copy-paste
         raise typer.Exit(2)
@@ -89,8 +92,12 @@ def run(
         return
     from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec
 
-    result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
-                                          show_progress=not no_progress, ray_temp_dir=ray_temp_dir))
+    try:
+        result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
+                                              show_progress=not no_progress, ray_temp_dir=ray_temp_dir))
+    except SpecError as err:
+        console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
     console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {result.tracking_uri} "
                   f"(parent run {result.parent_run_id})")

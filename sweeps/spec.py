@@ -28,6 +28,8 @@ Every error names the spec file, the key path and what was expected, before anyt
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -68,9 +70,16 @@ class Trial:
     config: TrialConfig
 
     @property
+    def config_hash(self) -> str:
+        """Fingerprint of the resolved config: a re-run may only continue a trial with the same one."""
+        blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+    @property
     def tags(self) -> dict[str, str]:
         c = self.config
         return {"trial_id": self.trial_id, "config": self.config_id, "method": self.method,
+                "config_hash": self.config_hash,
                 "algorithm": c.algorithm.name, "variant": str(self.variant), "seed": str(c.seed),
                 "model": c.model.name, "backend": c.backend}
 

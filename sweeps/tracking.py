@@ -18,7 +18,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from sweeps.spec import SweepSpec, Trial, _flatten
+from sweeps.spec import SpecError, SweepSpec, Trial, _flatten
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
@@ -43,15 +43,16 @@ class SweepTracker:
             self.experiment_id = exp.experiment_id
         parents = self.client.search_runs([self.experiment_id], "tags.role = 'parent'", max_results=1,
                                           order_by=["attributes.start_time ASC"])
-        if parents:
-            self.parent_id = parents[0].info.run_id
+        self.parent_id = parents[0].info.run_id if parents else None
+        self.children = self._existing_children() if parents else {}  # trial_id -> run info dict
+        self.check_unchanged(spec.trials)  # before anything recorded is touched
+        if self.parent_id:
             self.client.update_run(self.parent_id, status="RUNNING")
         else:
             run = self.client.create_run(self.experiment_id, run_name=spec.name,
                                          tags={"role": "parent", "sweep": spec.name})
             self.parent_id = run.info.run_id
         self.client.log_artifact(self.parent_id, str(spec.path), "spec")
-        self.children = self._existing_children()  # trial_id -> run info dict
         self.buffers: dict[str, list[Metric]] = {}
         self.last_flush: dict[str, float] = {}
 
@@ -63,8 +64,18 @@ class SweepTracker:
             tid = r.data.tags.get("trial_id")
             if tid:
                 out[tid] = {"run_id": r.info.run_id, "status": r.info.status,
-                            "last_step": int(r.data.metrics.get("trial/step", -1))}
+                            "last_step": int(r.data.metrics.get("trial/step", -1)),
+                            "config_hash": r.data.tags.get("config_hash")}
         return out
+
+    def check_unchanged(self, trials: list[Trial]) -> None:
+        """Refuse to continue recorded trials whose resolved config changed (it would mix two runs)."""
+        changed = [t.trial_id for t in trials
+                   if t.trial_id in self.children and self.children[t.trial_id]["config_hash"] not in (None, t.config_hash)]
+        if changed:
+            raise SpecError(f"{self.spec.path}: trials {changed[:5]} were recorded in experiment '{self.spec.name}' "
+                            "with a different resolved config; use a new sweep name (name: ...) or another --run-dir "
+                            "so the recorded runs stay intact")
 
     def finished(self, trial: Trial) -> bool:
         info = self.children.get(trial.trial_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sweeps.runner import RunOptions, run_sweep
-from sweeps.spec import load_spec
+from sweeps.spec import SpecError, load_spec
 from sweep_testlib import (
     children, client_for, kill_ray_processes, short_ray_dir, steps_of, subprocess_env, sweep_command, wait_for,
     write_spec,
@@ -68,6 +68,13 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
     extended = _run(spec, run_dir, ray_dir)
     assert {t for t, s in extended.statuses.items() if s == "FINISHED"} == {"grpo.s2", "dhpo-entropy.s2"}
     assert len(children(client, "e2e_small")) == 6
+
+    # Same trial ids with another resolved config: refused before anything recorded is touched.
+    recorded = {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()}
+    changed = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2), steps=8)
+    with pytest.raises(SpecError, match="different resolved config"):
+        _run(changed, run_dir, ray_dir)
+    assert {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()} == recorded
 
 
 def test_killed_worker_is_retried_from_checkpoint_without_duplicates(tmp_path, local_ray):
