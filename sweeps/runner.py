@@ -71,15 +71,20 @@ def prepare_environment(run_dir: Path) -> None:
     os.environ.setdefault("MPLCONFIGDIR", str((run_dir / ".cache" / "matplotlib").resolve()))
 
 
-def latest_checkpoint(results_dir: Path, trial_id: str) -> Path | None:
-    """Newest checkpoint of a trial across earlier attempts (by the step it holds)."""
+def latest_checkpoint(results_dir: Path, trial_id: str, max_step: int) -> Path | None:
+    """Newest checkpoint of a trial across earlier attempts holding a step <= ``max_step``.
+
+    ``max_step`` is the last step recorded in MLflow: a killed driver may have lost the metrics of
+    the steps after it, so the trial resumes early enough to replay them (already-logged steps are
+    skipped), and every step ends up logged exactly once.
+    """
     best, best_step = None, -1
     for step_file in results_dir.glob(f"*/{trial_id}/checkpoint_*/{STEP_FILE}"):
         try:
             step = int(step_file.read_text().strip())
         except ValueError:
             continue
-        if step > best_step:
+        if best_step < step <= max_step:
             best, best_step = step_file.parent, step
     return best
 
@@ -131,7 +136,7 @@ def run_trial(config: dict) -> None:
 
     def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
         last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
-        result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta)}
+        result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta), "checkpointed": checkpoint_dir is not None}
         if checkpoint_dir is None:
             tune.report(result)
             return
@@ -175,7 +180,7 @@ def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveP
             if meta != seen_meta.get(tid):  # first result of each (re)start of the trial
                 seen_meta[tid] = meta
                 tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
-            tracker.log_result(tid, step, metrics)
+            tracker.log_result(tid, step, metrics, force=bool(result.get("checkpointed")))  # flush at checkpoints
             if progress:
                 progress.update(tid, state="RUNNING", step=step, metrics=metrics)
 
@@ -240,7 +245,8 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         if spec.search and search_kwargs["num_samples"] == 0:
             pending = []  # every requested sample already FINISHED in an earlier run
         if pending:
-            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id), scratch) for t in pending]
+            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id, tracker.last_step(t.trial_id)), scratch)
+                        for t in pending]
             _init_ray(options, run_dir)
             tuner = tune.Tuner(
                 tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
@@ -251,7 +257,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
                 run_config=tune.RunConfig(
                     name=time.strftime("attempt-%Y%m%d-%H%M%S"), storage_path=str(results_dir),
                     failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                    checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                    checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
                     callbacks=[_make_logger(tracker, by_id, progress)], verbose=0),
             )
             if progress:
