@@ -41,6 +41,7 @@ import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -107,14 +108,136 @@ def calibrate(cfg: TrialConfig, trial_seconds: float) -> tuple[int, dict[str, fl
     return steps, {"init_s": t1 - t0, "eval_s": t2 - t1, "step_s": step_s}
 
 
+class CpuMeter:
+    """CPU seconds used by this process tree (driver, Ray daemons, workers) and by everything else.
+
+    Linux /proc: a thread samples utime+stime of every descendant every 0.25 s (a process that exits
+    loses at most its last interval); the machine's busy time comes from /proc/stat. "Others" =
+    machine busy - ours: the load from other jobs that the trials competed with.
+    """
+
+    def __init__(self):
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.seen: dict[int, float] = {}
+        self.stop_flag = threading.Event()
+
+    @staticmethod
+    def _machine_busy() -> int:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields) - fields[3] - fields[4]  # all but idle and iowait (steal counts as taken)
+
+    def _sample(self) -> None:
+        parents: dict[int, int] = {}
+        ticks: dict[int, int] = {}
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            rest = stat.rsplit(")", 1)[1].split()  # fields after the command name
+            parents[int(d.name)] = int(rest[1])
+            ticks[int(d.name)] = int(rest[11]) + int(rest[12])  # utime + stime
+        ours, frontier = {os.getpid()}, [os.getpid()]
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parents.items():
+            children.setdefault(ppid, []).append(pid)
+        while frontier:
+            for child in children.get(frontier.pop(), []):
+                if child not in ours:
+                    ours.add(child)
+                    frontier.append(child)
+        for pid in ours:
+            if pid in ticks:
+                self.seen[pid] = max(self.seen.get(pid, 0), ticks[pid])
+
+    def _loop(self) -> None:
+        while not self.stop_flag.wait(0.25):
+            self._sample()
+
+    def __enter__(self):
+        self._sample()
+        self.start_seen = dict(self.seen)
+        self.t0, self.busy0 = time.perf_counter(), self._machine_busy()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_flag.set()
+        self.thread.join()
+        self._sample()
+        wall = time.perf_counter() - self.t0
+        busy = (self._machine_busy() - self.busy0) / self.hz
+        ours = sum(v - self.start_seen.get(pid, 0) for pid, v in self.seen.items()) / self.hz
+        self.result = {"cpu_ours": ours, "cpu_others": max(0.0, busy - ours), "span": wall}
+        return False
+
+
+class MlflowTimer:
+    """Times the driver's MLflow calls in mode (c) (SweepTracker methods, patched in this process only)."""
+
+    METHODS = ("__init__", "start_trial", "log_result", "set_tags", "end_trial", "end_sweep")
+
+    def __enter__(self):
+        from sweeps.tracking import SweepTracker
+
+        self.calls: dict[str, list[float]] = {m: [] for m in self.METHODS}
+        self.saved = {m: getattr(SweepTracker, m) for m in self.METHODS}
+        for name, fn in self.saved.items():
+            setattr(SweepTracker, name, self._timed(name, fn))
+        return self
+
+    def _timed(self, name, fn):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.calls[name].append(time.perf_counter() - t0)
+        return wrapper
+
+    def __exit__(self, *exc):
+        from sweeps.tracking import SweepTracker
+
+        for name, fn in self.saved.items():
+            setattr(SweepTracker, name, fn)
+        return False
+
+
+def report_gaps(root: Path) -> list[float]:
+    """Per reported step, Tune's time_this_iter_s minus the trainer's own step time: the time a trial
+    spends outside rl_step, i.e. mostly the tune.report round trip to the driver (function trainables
+    report synchronously: the training thread waits until the driver has processed the result)."""
+    import csv
+
+    gaps = []
+    for path in root.glob("**/progress.csv"):
+        with path.open() as f:
+            for row in csv.DictReader(f):
+                if row.get("perf/step_time_s") and row.get("time_this_iter_s"):
+                    gaps.append(float(row["time_this_iter_s"]) - float(row["perf/step_time_s"]))
+    return gaps
+
+
 def mode_a(configs: list[TrialConfig]) -> dict:
-    per_trial = []
+    per_trial, steps, gaps = [], [], []
+    last = [0.0]
+
+    def report(step, metrics, ckpt):
+        now = time.perf_counter()
+        if "perf/step_time_s" in metrics:
+            steps.append(metrics["perf/step_time_s"])
+            gaps.append(now - last[0] - metrics["perf/step_time_s"])
+        last[0] = time.perf_counter()
+
     started = time.perf_counter()
     for cfg in configs:
         t0 = time.perf_counter()
-        train(cfg, lambda step, metrics, ckpt: None, resume_from=None, workdir=None, log=lambda s: None)
+        train(cfg, report, resume_from=None, workdir=None, log=lambda s: None)
         per_trial.append(time.perf_counter() - t0)
-    return {"wall": time.perf_counter() - started, "per_trial": per_trial}
+    return {"wall": time.perf_counter() - started, "per_trial": per_trial, "step_times": steps, "gaps": gaps}
 
 
 def raw_trainable(config: dict) -> None:
@@ -148,7 +271,8 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     ray.shutdown()
     if errors:
         raise RuntimeError(f"raw Tune: {len(errors)} trials failed: {errors[0]}")
-    return {"wall": wall}
+    steps = [v for r in grid for v in r.metrics_dataframe["perf/step_time_s"].dropna()]
+    return {"wall": wall, "step_times": steps, "gaps": report_gaps(run_dir)}
 
 
 def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
@@ -156,23 +280,68 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
 
     spec = load_spec(spec_path)
     started = time.perf_counter()
-    result = run_sweep(spec, RunOptions(run_dir=run_dir, num_cpus=2, show_progress=False, ray_temp_dir=temp_dir))
+    with MlflowTimer() as timer:
+        result = run_sweep(spec, RunOptions(run_dir=run_dir, num_cpus=2, show_progress=False, ray_temp_dir=temp_dir))
     wall = time.perf_counter() - started
     ray.shutdown()
     bad = {k: v for k, v in result.statuses.items() if v != "FINISHED"}
     if bad:
         raise RuntimeError(f"run_sweep: trials not finished: {bad}")
-    return {"wall": wall, "tracking_uri": result.tracking_uri, "parent": result.parent_run_id}
+    points, steps = mlflow_history(result.tracking_uri, result.parent_run_id)
+    return {"wall": wall, "points": points, "step_times": steps, "gaps": report_gaps(run_dir), "mlflow": timer.calls}
 
 
-def mlflow_points(uri: str, parent: str, key: str = "reward/mean") -> list[int]:
-    """Points of `key` logged per child run: proof that every step was streamed to MLflow."""
+def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float]]:
+    """reward/mean points per child run (every step streamed?) and all perf/step_time_s values."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_run(parent).info.experiment_id
     runs = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
-    return sorted(len(client.get_metric_history(r.info.run_id, key)) for r in runs)
+    points = sorted(len(client.get_metric_history(r.info.run_id, "reward/mean")) for r in runs)
+    steps = [m.value for r in runs for m in client.get_metric_history(r.info.run_id, "perf/step_time_s")]
+    return points, steps
+
+
+def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> None:
+    def med(mode: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[mode])
+
+    a, b, c = (med(m, "wall") for m in "abc")
+    per_trial = statistics.median(t for r in runs["a"] for t in r["per_trial"])
+    labels = {"a": "(a) sequential, one process (train x4)", "b": "(b) raw Ray Tune, 2 concurrent x 1 CPU",
+              "c": "(c) sweeps.run_sweep + MLflow, 2 x 1 CPU"}
+    print(f"\nSweep overhead: {n} trials x {steps} RL steps (~{per_trial:.0f} s of work each), 2 cores, "
+          f"median of {reps} rep(s)")
+    print(f"{'mode':42s} {'wall s':>7s} {'RL step s':>10s} {'gap ms':>7s} {'our CPU s':>10s} {'others CPU s':>13s}")
+    for m in "abc":
+        step = statistics.median(t for r in runs[m] for t in r["step_times"])
+        gaps = [g for r in runs[m] for g in r["gaps"]]
+        gap = 1000 * statistics.median(gaps) if gaps else float("nan")
+        others = med(m, "cpu_others")
+        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {step:10.3f} {gap:7.1f} {med(m, 'cpu_ours'):10.1f} "
+              f"{others:8.1f} ({others / med(m, 'span'):.2f} cores)")
+    print(f"{'(c)/(b)  platform over raw Tune':42s} {c / b:7.3f}   target <= 1.05")
+    print(f"{'(a)/(2*(b))  parallel efficiency, raw Tune':42s} {a / (2 * b):7.1%}   target >= 85%")
+    print(f"{'(a)/(2*(c))  parallel efficiency, platform':42s} {a / (2 * c):7.1%}")
+    print(f"{'ideal 2-core wall = (a)/2':42s} {a / 2:7.1f}   (b) +{b - a / 2:.1f}s, (c) +{c - a / 2:.1f}s over it")
+    for m in "bc":  # what the other jobs left us: 2 cores minus their average use during the mode
+        free = max(0.05, 2 - med(m, "cpu_others") / med(m, "span"))
+        print(f"{f'({m}) efficiency on the cores left free, (a)/(free*({m}))':42s} {a / (free * med(m, 'wall')):7.1%}"
+              f"   ({free:.2f} cores free on average)")
+    print(f"{'useful CPU share (a)/(b), (a)/(c) CPU s':42s} {med('a', 'cpu_ours') / med('b', 'cpu_ours'):7.1%}"
+          f"   {med('a', 'cpu_ours') / med('c', 'cpu_ours'):.1%}  (Ray/platform CPU cost, load-independent)")
+    print("RL step s: median perf/step_time_s inside the trials; gap ms: median time per step outside rl_step")
+    print("(the report round trip); our CPU s: this process tree (driver, Ray, workers); others CPU s: the rest")
+    print("of the machine meanwhile (other jobs), in average cores busy.")
+    calls = runs["c"][-1]["mlflow"]
+    total = sum(sum(v) for v in calls.values())
+    print(f"driver time in MLflow (c): {total:.1f}s; " + ", ".join(
+        f"{k.strip('_')} {len(v)}x {sum(v):.2f}s (max {max(v):.3f})" for k, v in calls.items() if v))
+    points = runs["c"][-1]["points"]
+    print(f"MLflow (c): {len(points)} child runs, reward/mean points per run {points} (steps per trial {steps})")
+    if reps > 1:
+        print("all walls: " + "  ".join(f"({m}) " + ", ".join(f"{r['wall']:.1f}" for r in runs[m]) for m in "abc"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -214,48 +383,21 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(configs)} trials ({', '.join(t.trial_id for t in spec.trials)}), {steps} steps each; "
               f"load_spec {spec_s:.2f}s (not timed below)")
 
-        walls: dict[str, list[float]] = {"a": [], "b": [], "c": []}
-        per_trial: list[float] = []
-        points: list[int] = []
+        runs: dict[str, list[dict]] = {"a": [], "b": [], "c": []}
         for rep in range(args.reps):
-            order = "abc" if rep % 2 == 0 else "cba"
-            for mode in order:
-                load = os.getloadavg()[0]
-                print(f"rep {rep + 1}/{args.reps} mode ({mode}) ... (load avg {load:.2f})", flush=True)
-                if mode == "a":
-                    out = mode_a(configs)
-                    per_trial += out["per_trial"]
-                elif mode == "b":
-                    temp = RT / f"b{rep}"
-                    made_temp.append(temp)
-                    out = mode_b(configs, run_root / f"b{rep}", temp)
-                else:
-                    temp = RT / f"c{rep}"
-                    made_temp.append(temp)
-                    out = mode_c(spec_path, run_root / f"c{rep}", temp)
-                    points = mlflow_points(out["tracking_uri"], out["parent"])
-                walls[mode].append(out["wall"])
+            for mode in ("abc" if rep % 2 == 0 else "cba"):
+                print(f"rep {rep + 1}/{args.reps} mode ({mode}) ... (load avg {os.getloadavg()[0]:.2f})", flush=True)
+                with CpuMeter() as meter:
+                    if mode == "a":
+                        out = mode_a(configs)
+                    else:
+                        made_temp.append(RT / f"{mode}{rep}")
+                        out = (mode_b(configs, run_root / f"b{rep}", made_temp[-1]) if mode == "b"
+                               else mode_c(spec_path, run_root / f"c{rep}", made_temp[-1]))
+                out.update(meter.result)
+                runs[mode].append(out)
                 print(f"  ({mode}) {out['wall']:.1f}s", flush=True)
-
-        a, b, c = (statistics.median(walls[m]) for m in "abc")
-        n = len(configs)
-        rows = [
-            ("(a) sequential, one process (train x4)", a, f"{statistics.median(per_trial):.1f} s/trial"),
-            ("(b) raw Ray Tune, 2 concurrent x 1 CPU", b, ""),
-            ("(c) sweeps.run_sweep + MLflow, 2 x 1 CPU", c, ""),
-        ]
-        print(f"\nSweep overhead: {n} trials x {steps} RL steps (~{statistics.median(per_trial):.0f} s of work each), "
-              f"2 cores, median of {args.reps} rep(s)")
-        print(f"{'mode':44s} {'wall s':>8s}  note")
-        for label, wall, note in rows:
-            print(f"{label:44s} {wall:8.1f}  {note}")
-        print(f"{'(c)/(b)  platform over raw Tune':44s} {c / b:8.3f}  target <= 1.05")
-        print(f"{'(a)/(2*(b))  parallel efficiency, raw Tune':44s} {a / (2 * b):8.1%}  target >= 85%")
-        print(f"{'(a)/(2*(c))  parallel efficiency, platform':44s} {a / (2 * c):8.1%}")
-        print(f"{'ideal 2-core wall (a)/2':44s} {a / 2:8.1f}  Tune over ideal: +{b - a / 2:.1f}s (b), +{c - a / 2:.1f}s (c)")
-        print(f"MLflow: {len(points)} child runs, reward/mean points per run: {points} (steps {steps})")
-        if args.reps > 1:
-            print("all walls: " + "  ".join(f"({m}) " + ", ".join(f"{w:.1f}" for w in walls[m]) for m in "abc"))
+        print_table(runs, len(configs), steps, args.reps)
     finally:
         for temp in made_temp:
             shutil.rmtree(temp, ignore_errors=True)

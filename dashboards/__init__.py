@@ -7,3 +7,8 @@
 Modules: collect (MLflow/CSV -> frames), tables (+ render: md/latex/html/csv), curves (plotly),
 report (HTML + artifacts, ReportConfig), cli (typer commands), synthetic (test/bench stores).
 """
+
+import os as _os
+
+# MLflow's telemetry writes ~/.config/mlflow; nothing of ours may be written outside the working dir.
+_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

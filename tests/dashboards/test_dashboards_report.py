@@ -8,6 +8,7 @@ Chromium: `apt-get install -y chromium` (Debian). The browser test is skipped on
 from __future__ import annotations
 
 import re
+import os
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,8 +26,10 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 def chromium_dom(page: Path, profile: Path) -> tuple[str, list[str]]:
     """Load the page in headless Chromium: (rendered DOM, console lines from the page)."""
+    home = profile.parent / "chromium-home"  # Chromium writes crash reports/dconf under $HOME: keep them here
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
     proc = subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     return proc.stdout, console

@@ -99,11 +99,12 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
     assert len(spec.trials) == len({t.config_id for t in full.trials}) == 6
     assert {t.config.seed for t in spec.trials} == {0}
     assert {t.config.trainer.steps for t in spec.trials} == {4}
+    assert spec.name == "dhpo_vs_baselines_smoke"  # smoke trials never mix with the real ones
     assert all(t.config.trainer.eval_every <= t.config.trainer.steps for t in spec.trials)
     assert "seeds=[0]" in SMOKE_OVERRIDES
     result = invoke("run", "dhpo_vs_baselines", "--smoke", "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "dhpo_vs_baselines: 6 trials" in flat(result.output)
+    assert "dhpo_vs_baselines_smoke: 6 trials" in flat(result.output)  # its own experiment
     assert list(empty_cwd.iterdir()) == []
 
 
