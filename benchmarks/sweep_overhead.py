@@ -206,18 +206,16 @@ class MlflowTimer:
         return False
 
 
-def report_gaps(root: Path) -> list[float]:
-    """Per reported step, Tune's time_this_iter_s minus the trainer's own step time: the time a trial
-    spends outside rl_step, i.e. mostly the tune.report round trip to the driver (function trainables
-    report synchronously: the training thread waits until the driver has processed the result)."""
-    import csv
-
+def arrival_gaps(arrivals: dict[str, list[tuple[float, float | None]]]) -> list[float]:
+    """Per step: interval between two results arriving at the driver minus the trainer's own step time,
+    i.e. the time a trial spends outside rl_step. Tune function trainables report synchronously (the
+    training thread waits in tune.report until the driver has processed the result and asked for the
+    next), so this is the report round trip, driver callbacks included."""
     gaps = []
-    for path in root.glob("**/progress.csv"):
-        with path.open() as f:
-            for row in csv.DictReader(f):
-                if row.get("perf/step_time_s") and row.get("time_this_iter_s"):
-                    gaps.append(float(row["time_this_iter_s"]) - float(row["perf/step_time_s"]))
+    for seq in arrivals.values():
+        for (t_prev, _), (t, step_s) in zip(seq, seq[1:]):
+            if step_s is not None:
+                gaps.append(t - t_prev - step_s)
     return gaps
 
 
@@ -259,11 +257,18 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     started = time.perf_counter()
     ray.init(num_cpus=2, _temp_dir=str(temp_dir), include_dashboard=False, log_to_driver=False,
              configure_logging=False)
+    arrivals: dict[str, list[tuple[float, float | None]]] = {}
+
+    class Arrivals(tune.Callback):
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            arrivals.setdefault(trial.trial_id, []).append((time.time(), result.get("perf/step_time_s")))
+
     tuner = tune.Tuner(
         tune.with_resources(raw_trainable, {"cpu": 1}),
         param_space={"trial": tune.grid_search([c.to_dict() for c in configs])},
         tune_config=tune.TuneConfig(max_concurrent_trials=2),
-        run_config=tune.RunConfig(name="raw", storage_path=str(run_dir / "raw_tune"), verbose=0),
+        run_config=tune.RunConfig(name="raw", storage_path=str(run_dir / "raw_tune"), verbose=0,
+                                  callbacks=[Arrivals()]),
     )
     grid = tuner.fit()
     wall = time.perf_counter() - started
@@ -272,7 +277,7 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     if errors:
         raise RuntimeError(f"raw Tune: {len(errors)} trials failed: {errors[0]}")
     steps = [v for r in grid for v in r.metrics_dataframe["perf/step_time_s"].dropna()]
-    return {"wall": wall, "step_times": steps, "gaps": report_gaps(run_dir)}
+    return {"wall": wall, "step_times": steps, "gaps": arrival_gaps(arrivals)}
 
 
 def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
@@ -287,20 +292,28 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
     bad = {k: v for k, v in result.statuses.items() if v != "FINISHED"}
     if bad:
         raise RuntimeError(f"run_sweep: trials not finished: {bad}")
-    points, steps = mlflow_history(result.tracking_uri, result.parent_run_id)
-    return {"wall": wall, "points": points, "step_times": steps, "gaps": report_gaps(run_dir), "mlflow": timer.calls}
+    points, steps, arrivals = mlflow_history(result.tracking_uri, result.parent_run_id)
+    return {"wall": wall, "points": points, "step_times": steps, "gaps": arrival_gaps(arrivals),
+            "mlflow": timer.calls}
 
 
-def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float]]:
-    """reward/mean points per child run (every step streamed?) and all perf/step_time_s values."""
+def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]:
+    """reward/mean points per child run (every step streamed?), all perf/step_time_s values, and per
+    trial the (driver arrival time, step time) of every step: the driver stamps each metric with the
+    time the result reached it (SweepTracker.log_result)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_run(parent).info.experiment_id
     runs = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
     points = sorted(len(client.get_metric_history(r.info.run_id, "reward/mean")) for r in runs)
-    steps = [m.value for r in runs for m in client.get_metric_history(r.info.run_id, "perf/step_time_s")]
-    return points, steps
+    arrivals = {}
+    for r in runs:
+        history = sorted(client.get_metric_history(r.info.run_id, "trial/step"), key=lambda m: m.step)
+        step_s = {m.step: m.value for m in client.get_metric_history(r.info.run_id, "perf/step_time_s")}
+        arrivals[r.info.run_id] = [(m.timestamp / 1000, step_s.get(m.step)) for m in history]
+    steps = [v for seq in arrivals.values() for _, v in seq if v is not None]
+    return points, steps, arrivals
 
 
 def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> None:

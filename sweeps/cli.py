@@ -30,7 +30,7 @@ app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tun
 console = Console()
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
-                   "base.trainer.group_size=4", "base.trainer.max_new_tokens=40", "seeds=[0]"]
+                   "base.trainer.group_size=4", "seeds=[0]"]
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
 TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default sqlite:///<run-dir>/mlflow.db.")]

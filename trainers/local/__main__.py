@@ -18,7 +18,7 @@ from trainers.config import ConfigError, load_trial_config
 from trainers.local.trainer import train
 
 SMOKE_OVERRIDES = ["trainer.steps=3", "trainer.eval_every=3", "data.eval_size=8", "trainer.eval_k=1",
-                   "trainer.prompts_per_step=4", "trainer.group_size=4", "trainer.max_new_tokens=40"]
+                   "trainer.prompts_per_step=4", "trainer.group_size=4"]
 
 
 def main(argv: list[str]) -> int:
