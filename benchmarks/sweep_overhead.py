@@ -184,6 +184,7 @@ class MlflowTimer:
         from sweeps.tracking import SweepTracker
 
         self.calls: dict[str, list[float]] = {m: [] for m in self.METHODS}
+        self.trial_started: dict[str, float] = {}  # trial id -> time.time() when its child run was created
         self.saved = {m: getattr(SweepTracker, m) for m in self.METHODS}
         for name, fn in self.saved.items():
             setattr(SweepTracker, name, self._timed(name, fn))
@@ -191,6 +192,8 @@ class MlflowTimer:
 
     def _timed(self, name, fn):
         def wrapper(*args, **kwargs):
+            if name == "start_trial":
+                self.trial_started[args[1].trial_id] = time.time()
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
@@ -219,12 +222,20 @@ def arrival_gaps(arrivals: dict[str, list[tuple[float, float | None]]]) -> list[
     return gaps
 
 
+def start_latencies(started: dict[str, float], arrivals: dict[str, list]) -> list[float]:
+    """Per trial: from the trial's start (Tune's on_trial_start) to its first result (step 0 = the
+    base-model evaluation) reaching the driver: worker start, imports, trainer set-up, one evaluation."""
+    return [arrivals[k][0][0] - t for k, t in started.items() if arrivals.get(k)]
+
+
 def mode_a(configs: list[TrialConfig]) -> dict:
-    per_trial, steps, gaps = [], [], []
+    per_trial, steps, gaps, starts = [], [], [], []
     last = [0.0]
 
     def report(step, metrics, ckpt):
         now = time.perf_counter()
+        if step == 0:
+            starts.append(now - last[0])
         if "perf/step_time_s" in metrics:
             steps.append(metrics["perf/step_time_s"])
             gaps.append(now - last[0] - metrics["perf/step_time_s"])
@@ -232,10 +243,11 @@ def mode_a(configs: list[TrialConfig]) -> dict:
 
     started = time.perf_counter()
     for cfg in configs:
-        t0 = time.perf_counter()
+        t0 = last[0] = time.perf_counter()
         train(cfg, report, resume_from=None, workdir=None, log=lambda s: None)
         per_trial.append(time.perf_counter() - t0)
-    return {"wall": time.perf_counter() - started, "per_trial": per_trial, "step_times": steps, "gaps": gaps}
+    return {"wall": time.perf_counter() - started, "per_trial": per_trial, "step_times": steps, "gaps": gaps,
+            "starts": starts}
 
 
 def raw_trainable(config: dict) -> None:
@@ -257,9 +269,14 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     started = time.perf_counter()
     ray.init(num_cpus=2, _temp_dir=str(temp_dir), include_dashboard=False, log_to_driver=False,
              configure_logging=False)
+    ray_init_s = time.perf_counter() - started
     arrivals: dict[str, list[tuple[float, float | None]]] = {}
+    trial_started: dict[str, float] = {}
 
     class Arrivals(tune.Callback):
+        def on_trial_start(self, iteration, trials, trial, **info):
+            trial_started[trial.trial_id] = time.time()
+
         def on_trial_result(self, iteration, trials, trial, result, **info):
             arrivals.setdefault(trial.trial_id, []).append((time.time(), result.get("perf/step_time_s")))
 
@@ -277,7 +294,8 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     if errors:
         raise RuntimeError(f"raw Tune: {len(errors)} trials failed: {errors[0]}")
     steps = [v for r in grid for v in r.metrics_dataframe["perf/step_time_s"].dropna()]
-    return {"wall": wall, "step_times": steps, "gaps": arrival_gaps(arrivals)}
+    return {"wall": wall, "step_times": steps, "gaps": arrival_gaps(arrivals), "ray_init": ray_init_s,
+            "starts": start_latencies(trial_started, arrivals)}
 
 
 def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
@@ -294,7 +312,7 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
         raise RuntimeError(f"run_sweep: trials not finished: {bad}")
     points, steps, arrivals = mlflow_history(result.tracking_uri, result.parent_run_id)
     return {"wall": wall, "points": points, "step_times": steps, "gaps": arrival_gaps(arrivals),
-            "mlflow": timer.calls}
+            "mlflow": timer.calls, "starts": start_latencies(timer.trial_started, arrivals)}
 
 
 def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]:
@@ -311,7 +329,7 @@ def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]
     for r in runs:
         history = sorted(client.get_metric_history(r.info.run_id, "trial/step"), key=lambda m: m.step)
         step_s = {m.step: m.value for m in client.get_metric_history(r.info.run_id, "perf/step_time_s")}
-        arrivals[r.info.run_id] = [(m.timestamp / 1000, step_s.get(m.step)) for m in history]
+        arrivals[r.data.tags.get("trial_id", r.info.run_id)] = [(m.timestamp / 1000, step_s.get(m.step)) for m in history]
     steps = [v for seq in arrivals.values() for _, v in seq if v is not None]
     return points, steps, arrivals
 
@@ -326,13 +344,15 @@ def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> N
               "c": "(c) sweeps.run_sweep + MLflow, 2 x 1 CPU"}
     print(f"\nSweep overhead: {n} trials x {steps} RL steps (~{per_trial:.0f} s of work each), 2 cores, "
           f"median of {reps} rep(s)")
-    print(f"{'mode':42s} {'wall s':>7s} {'RL step s':>10s} {'gap ms':>7s} {'our CPU s':>10s} {'others CPU s':>13s}")
+    print(f"{'mode':42s} {'wall s':>7s} {'start s':>8s} {'RL step s':>10s} {'gap ms':>7s} {'our CPU s':>10s} "
+          f"{'others CPU s':>13s}")
     for m in "abc":
         step = statistics.median(t for r in runs[m] for t in r["step_times"])
         gaps = [g for r in runs[m] for g in r["gaps"]]
         gap = 1000 * statistics.median(gaps) if gaps else float("nan")
         others = med(m, "cpu_others")
-        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {step:10.3f} {gap:7.1f} {med(m, 'cpu_ours'):10.1f} "
+        start = statistics.median(t for r in runs[m] for t in r["starts"])
+        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {start:8.2f} {step:10.3f} {gap:7.1f} {med(m, 'cpu_ours'):10.1f} "
               f"{others:8.1f} ({others / med(m, 'span'):.2f} cores)")
     print(f"{'(c)/(b)  platform over raw Tune':42s} {c / b:7.3f}   target <= 1.05")
     print(f"{'(a)/(2*(b))  parallel efficiency, raw Tune':42s} {a / (2 * b):7.1%}   target >= 85%")
@@ -344,9 +364,10 @@ def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> N
               f"   ({free:.2f} cores free on average)")
     print(f"{'useful CPU share (a)/(b), (a)/(c) CPU s':42s} {med('a', 'cpu_ours') / med('b', 'cpu_ours'):7.1%}"
           f"   {med('a', 'cpu_ours') / med('c', 'cpu_ours'):.1%}  (Ray/platform CPU cost, load-independent)")
+    print("start s: median per trial from its start to its first result (step-0 evaluation) at the driver;")
     print("RL step s: median perf/step_time_s inside the trials; gap ms: median time per step outside rl_step")
     print("(the report round trip); our CPU s: this process tree (driver, Ray, workers); others CPU s: the rest")
-    print("of the machine meanwhile (other jobs), in average cores busy.")
+    print(f"of the machine meanwhile (other jobs), in average cores busy. ray.init in (b): {med('b', 'ray_init'):.1f}s")
     calls = runs["c"][-1]["mlflow"]
     total = sum(sum(v) for v in calls.values())
     print(f"driver time in MLflow (c): {total:.1f}s; " + ", ".join(
