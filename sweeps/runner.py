@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from sweeps.progress import LiveProgress
-from sweeps.spec import SweepSpec, Trial, search_trial
+from sweeps.spec import SweepSpec, Trial
+from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_payload
 from sweeps.tracking import SweepTracker, default_tracking_uri
 
 LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
-STEP_FILE = "STEP"
 
 
 @dataclass
@@ -87,67 +85,6 @@ def latest_checkpoint(results_dir: Path, trial_id: str, max_step: int) -> Path |
         if best_step < step <= max_step:
             best, best_step = step_file.parent, step
     return best
-
-
-# ---- the trial function (runs in a Ray worker) ------------------------------------------
-
-
-def trial_payload(trial: Trial, resume_from: Path | None, scratch: Path) -> dict:
-    """What a Tune trial carries: the resolved config (plain data) and where to resume from."""
-    return {"trial_id": trial.trial_id, "config_id": trial.config_id, "method": trial.method, "variant": trial.variant,
-            "config": trial.config.to_dict(), "scratch_dir": str(scratch),
-            "resume_from": str(resume_from) if resume_from else None}
-
-
-def trial_from_tune_config(config: dict) -> Trial:
-    """The Trial of a Tune config: the payload's trial, or (Optuna search) its template + sampled values."""
-    from trainers.config import TrialConfig
-
-    p = config["trial"]
-    trial = Trial(p["trial_id"], p["config_id"], p["method"], p["variant"], TrialConfig.from_dict(p["config"], p["trial_id"]))
-    return search_trial(trial, config["search"]) if config.get("search") else trial
-
-
-def _checkpoint_step(directory: Path | None) -> int:
-    if directory is None or not (directory / STEP_FILE).is_file():
-        return 0
-    return int((directory / STEP_FILE).read_text().strip())
-
-
-def run_trial(config: dict) -> None:
-    """Ray Tune function trainable: one trial of the configured backend."""
-    import ray
-    from ray import tune
-
-    from trainers.api import get_trainer
-
-    payload = config["trial"]
-    cfg = trial_from_tune_config(config).config
-    scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=payload["scratch_dir"]))
-    resume = None
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is not None:  # a retry after a crash, within this run
-        resume = Path(checkpoint.to_directory(str(scratch / "resume")))
-    elif payload.get("resume_from") and Path(payload["resume_from"]).is_dir():  # an earlier run of the sweep
-        resume = Path(payload["resume_from"])
-    meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
-            "pid": os.getpid(), "resumed_from": _checkpoint_step(resume)}
-    last_val: dict[str, float] = {}
-
-    def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
-        last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
-        result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta), "checkpointed": checkpoint_dir is not None}
-        if checkpoint_dir is None:
-            tune.report(result)
-            return
-        (Path(checkpoint_dir) / STEP_FILE).write_text(str(step))
-        tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
-        shutil.rmtree(checkpoint_dir, ignore_errors=True)  # Tune keeps its persisted copy
-
-    try:
-        get_trainer(cfg.backend)(cfg, report, resume_from=resume, workdir=scratch / "checkpoints", log=lambda s: None)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # ---- the driver -------------------------------------------------------------------------
@@ -252,6 +189,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
                 tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
                 param_space=_param_space(spec, payloads),
                 tune_config=tune.TuneConfig(max_concurrent_trials=spec.max_concurrent, scheduler=_scheduler(spec),
+                                            reuse_actors=True,  # later trials skip worker start-up + imports
                                             trial_dirname_creator=_dirname, trial_name_creator=_dirname,
                                             **search_kwargs),
                 run_config=tune.RunConfig(

@@ -15,4 +15,5 @@ REPO = Path(__file__).resolve().parent.parent
 def pytest_configure(config):
     """Temporary test dirs inside the repository (absolute: some tests chdir), unless --basetemp is given."""
     if not config.option.basetemp:
+        (REPO / ".cache").mkdir(exist_ok=True)  # pytest creates only the last level (fresh clones have none)
         config.option.basetemp = str(REPO / ".cache" / "pytest")
