@@ -1,9 +1,10 @@
 """Overhead of the sweep platform: the same fixed-work trials run bare, under raw Ray Tune, and by `sweep`.
 
     python benchmarks/sweep_overhead.py                 # 4 trials of ~30 s each (~5 min on 2 cores)
-    python benchmarks/sweep_overhead.py --smoke         # 4 trials of ~3 s, random-init base (~1 min, mostly Ray start-up)
-    python benchmarks/sweep_overhead.py --trial-seconds 60 --reps 3   # longer trials, 3 alternating repetitions
+    python benchmarks/sweep_overhead.py --smoke         # 4 trials of ~3 s, random-init base (~1 min: Ray start-up)
+    python benchmarks/sweep_overhead.py --trial-seconds 60 --reps 3   # longer trials, 3 alternating reps
     python benchmarks/sweep_overhead.py --steps 40      # fix the work instead of calibrating it
+    python benchmarks/sweep_overhead.py --reuse-actors  # (b) reuses its 2 worker processes (a what-if)
 
 Four trials (GRPO, seeds 0-3) of the built-in trainer with one fixed small config: the default
 preset (configs/trainer/local_tiny.yaml + model tiny_qwen3 + data arith) with ``trainer.steps`` set so
@@ -32,6 +33,17 @@ once beforehand and shown separately). ``ray.shutdown()`` between modes, untimed
 Figures: (c)/(b) (the platform's cost over raw Tune; target <= 1.05) and the parallel efficiency on
 2 cores, (a) / (2 x (b)) (target >= 85%) and (a) / (2 x (c)). With --reps R > 1 the modes run R
 times in alternating order (a b c, c b a, ...) and the table shows medians.
+
+Where the time goes (the extra columns): head = mode start to the first trial start (ray.init, the
+MLflow DB, Tune set-up); start = per trial, its start to its step-0 result at the driver (worker
+process, imports, trainer set-up, one evaluation); RL step = the trainer's own perf/step_time_s;
+gap = per step, the interval between two results at the driver minus the step time (Tune function
+trainables report synchronously, so this is the report round trip, driver callbacks included);
+tail = last result to the end. The 2 cores are shared with other jobs, so a /proc sampler counts the
+CPU seconds of this process tree (driver, Ray daemons, workers) and of everything else: efficiency is
+also shown against the cores the other jobs left free, and (a)'s CPU over (b)'s / (c)'s CPU is a
+load-independent measure of what Ray and the platform cost. In mode (c) this process patches
+``SweepTracker`` methods and ``sweeps.runner._init_ray`` with timers (restored after; no file changes).
 """
 
 from __future__ import annotations
@@ -228,6 +240,12 @@ def start_latencies(started: dict[str, float], arrivals: dict[str, list]) -> lis
     return [arrivals[k][0][0] - t for k, t in started.items() if arrivals.get(k)]
 
 
+def head_tail(t_begin: float, t_end: float, started: dict[str, float], arrivals: dict[str, list]) -> dict:
+    """head: mode start -> first trial started (ray.init, Tune set-up); tail: last result -> mode end."""
+    last = max(seq[-1][0] for seq in arrivals.values())
+    return {"head": min(started.values()) - t_begin, "tail": t_end - last}
+
+
 def mode_a(configs: list[TrialConfig]) -> dict:
     per_trial, steps, gaps, starts = [], [], [], []
     last = [0.0]
@@ -261,12 +279,12 @@ def raw_trainable(config: dict) -> None:
     train(cfg, lambda step, metrics, ckpt: tune.report({**metrics, "step": step}), log=lambda s: None)
 
 
-def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
+def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path, reuse_actors: bool = False) -> dict:
     import ray
     from ray import tune
 
     temp_dir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
+    started, t_begin = time.perf_counter(), time.time()
     ray.init(num_cpus=2, _temp_dir=str(temp_dir), include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     ray_init_s = time.perf_counter() - started
@@ -283,36 +301,51 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path) -> dict:
     tuner = tune.Tuner(
         tune.with_resources(raw_trainable, {"cpu": 1}),
         param_space={"trial": tune.grid_search([c.to_dict() for c in configs])},
-        tune_config=tune.TuneConfig(max_concurrent_trials=2),
+        tune_config=tune.TuneConfig(max_concurrent_trials=2, reuse_actors=reuse_actors),
         run_config=tune.RunConfig(name="raw", storage_path=str(run_dir / "raw_tune"), verbose=0,
                                   callbacks=[Arrivals()]),
     )
     grid = tuner.fit()
-    wall = time.perf_counter() - started
+    wall, t_end = time.perf_counter() - started, time.time()
     errors = [r.error for r in grid if r.error]
     ray.shutdown()
     if errors:
         raise RuntimeError(f"raw Tune: {len(errors)} trials failed: {errors[0]}")
     steps = [v for r in grid for v in r.metrics_dataframe["perf/step_time_s"].dropna()]
     return {"wall": wall, "step_times": steps, "gaps": arrival_gaps(arrivals), "ray_init": ray_init_s,
-            "starts": start_latencies(trial_started, arrivals)}
+            "starts": start_latencies(trial_started, arrivals), **head_tail(t_begin, t_end, trial_started, arrivals)}
 
 
 def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
     import ray
 
     spec = load_spec(spec_path)
-    started = time.perf_counter()
-    with MlflowTimer() as timer:
-        result = run_sweep(spec, RunOptions(run_dir=run_dir, num_cpus=2, show_progress=False, ray_temp_dir=temp_dir))
-    wall = time.perf_counter() - started
+    import sweeps.runner as runner
+
+    init_ray, ray_init_s = runner._init_ray, []
+
+    def timed_init_ray(*args, **kwargs):  # patched in this process only, restored below
+        t0 = time.perf_counter()
+        init_ray(*args, **kwargs)
+        ray_init_s.append(time.perf_counter() - t0)
+
+    runner._init_ray = timed_init_ray
+    started, t_begin = time.perf_counter(), time.time()
+    try:
+        with MlflowTimer() as timer:
+            result = run_sweep(spec, RunOptions(run_dir=run_dir, num_cpus=2, show_progress=False,
+                                                ray_temp_dir=temp_dir))
+    finally:
+        runner._init_ray = init_ray
+    wall, t_end = time.perf_counter() - started, time.time()
     ray.shutdown()
     bad = {k: v for k, v in result.statuses.items() if v != "FINISHED"}
     if bad:
         raise RuntimeError(f"run_sweep: trials not finished: {bad}")
     points, steps, arrivals = mlflow_history(result.tracking_uri, result.parent_run_id)
     return {"wall": wall, "points": points, "step_times": steps, "gaps": arrival_gaps(arrivals),
-            "mlflow": timer.calls, "starts": start_latencies(timer.trial_started, arrivals)}
+            "mlflow": timer.calls, "starts": start_latencies(timer.trial_started, arrivals), "ray_init": ray_init_s[0],
+            **head_tail(t_begin, t_end, timer.trial_started, arrivals)}
 
 
 def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]:
@@ -329,7 +362,8 @@ def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]
     for r in runs:
         history = sorted(client.get_metric_history(r.info.run_id, "trial/step"), key=lambda m: m.step)
         step_s = {m.step: m.value for m in client.get_metric_history(r.info.run_id, "perf/step_time_s")}
-        arrivals[r.data.tags.get("trial_id", r.info.run_id)] = [(m.timestamp / 1000, step_s.get(m.step)) for m in history]
+        tid = r.data.tags.get("trial_id", r.info.run_id)
+        arrivals[tid] = [(m.timestamp / 1000, step_s.get(m.step)) for m in history]
     steps = [v for seq in arrivals.values() for _, v in seq if v is not None]
     return points, steps, arrivals
 
@@ -344,15 +378,17 @@ def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> N
               "c": "(c) sweeps.run_sweep + MLflow, 2 x 1 CPU"}
     print(f"\nSweep overhead: {n} trials x {steps} RL steps (~{per_trial:.0f} s of work each), 2 cores, "
           f"median of {reps} rep(s)")
-    print(f"{'mode':42s} {'wall s':>7s} {'start s':>8s} {'RL step s':>10s} {'gap ms':>7s} {'our CPU s':>10s} "
-          f"{'others CPU s':>13s}")
+    print(f"{'mode':42s} {'wall s':>7s} {'head s':>7s} {'start s':>8s} {'RL step s':>10s} {'gap ms':>7s} "
+          f"{'tail s':>7s} {'our CPU s':>10s} {'others CPU s':>13s}")
     for m in "abc":
         step = statistics.median(t for r in runs[m] for t in r["step_times"])
         gaps = [g for r in runs[m] for g in r["gaps"]]
         gap = 1000 * statistics.median(gaps) if gaps else float("nan")
         others = med(m, "cpu_others")
         start = statistics.median(t for r in runs[m] for t in r["starts"])
-        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {start:8.2f} {step:10.3f} {gap:7.1f} {med(m, 'cpu_ours'):10.1f} "
+        head, tail = (med(m, k) if m != "a" else 0.0 for k in ("head", "tail"))
+        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {head:7.1f} {start:8.2f} {step:10.3f} {gap:7.1f} {tail:7.1f} "
+              f"{med(m, 'cpu_ours'):10.1f} "
               f"{others:8.1f} ({others / med(m, 'span'):.2f} cores)")
     print(f"{'(c)/(b)  platform over raw Tune':42s} {c / b:7.3f}   target <= 1.05")
     print(f"{'(a)/(2*(b))  parallel efficiency, raw Tune':42s} {a / (2 * b):7.1%}   target >= 85%")
@@ -364,10 +400,13 @@ def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> N
               f"   ({free:.2f} cores free on average)")
     print(f"{'useful CPU share (a)/(b), (a)/(c) CPU s':42s} {med('a', 'cpu_ours') / med('b', 'cpu_ours'):7.1%}"
           f"   {med('a', 'cpu_ours') / med('c', 'cpu_ours'):.1%}  (Ray/platform CPU cost, load-independent)")
-    print("start s: median per trial from its start to its first result (step-0 evaluation) at the driver;")
+    print("head s: mode start -> first trial started (ray.init, MLflow DB, Tune set-up); tail s: last result ->")
+    print("mode end (Tune/sweep wind-down); start s: median per trial from its start to its first result (step-0")
+    print("evaluation) at the driver (worker start, imports, trainer set-up);")
     print("RL step s: median perf/step_time_s inside the trials; gap ms: median time per step outside rl_step")
     print("(the report round trip); our CPU s: this process tree (driver, Ray, workers); others CPU s: the rest")
-    print(f"of the machine meanwhile (other jobs), in average cores busy. ray.init in (b): {med('b', 'ray_init'):.1f}s")
+    print(f"of the machine meanwhile (other jobs), in average cores busy. ray.init: (b) {med('b', 'ray_init'):.1f}s, "
+          f"(c) {med('c', 'ray_init'):.1f}s")
     calls = runs["c"][-1]["mlflow"]
     total = sum(sum(v) for v in calls.values())
     print(f"driver time in MLflow (c): {total:.1f}s; " + ", ".join(
@@ -387,6 +426,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="supervised steps of the base (default: the preset's; --smoke: 0 = random init)")
     ap.add_argument("--smoke", action="store_true", help="~3 s trials on a random-init base")
     ap.add_argument("--keep", action="store_true", help="keep the run directory (MLflow store, Tune results)")
+    ap.add_argument("--reuse-actors", action="store_true",
+                    help="(b) with TuneConfig(reuse_actors=True): one worker process per lane (what-if for the runner)")
     args = ap.parse_args(argv)
     if args.smoke:
         args.trial_seconds = 3.0
@@ -426,12 +467,14 @@ def main(argv: list[str] | None = None) -> None:
                         out = mode_a(configs)
                     else:
                         made_temp.append(RT / f"{mode}{rep}")
-                        out = (mode_b(configs, run_root / f"b{rep}", made_temp[-1]) if mode == "b"
-                               else mode_c(spec_path, run_root / f"c{rep}", made_temp[-1]))
+                        out = (mode_b(configs, run_root / f"b{rep}", made_temp[-1], args.reuse_actors)
+                               if mode == "b" else mode_c(spec_path, run_root / f"c{rep}", made_temp[-1]))
                 out.update(meter.result)
                 runs[mode].append(out)
                 print(f"  ({mode}) {out['wall']:.1f}s", flush=True)
         print_table(runs, len(configs), steps, args.reps)
+        if args.reuse_actors:
+            print("(b) ran with TuneConfig(reuse_actors=True); (c) uses the runner as it is")
     finally:
         for temp in made_temp:
             shutil.rmtree(temp, ignore_errors=True)

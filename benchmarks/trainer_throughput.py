@@ -150,7 +150,8 @@ def make_trl(cfg: TrialConfig, base_dir: Path, train_problems, total_rl_steps: i
         max_completion_length=t.max_new_tokens, temperature=t.temperature, top_p=t.top_p, top_k=0,
         loss_type="grpo", epsilon=0.2, beta=0.0, scale_rewards="group",
         optim="adamw_torch", learning_rate=t.lr, weight_decay=t.weight_decay, max_grad_norm=t.grad_clip,
-        lr_scheduler_type="constant_with_warmup", warmup_steps=t.warmup_steps, gradient_checkpointing=gradient_checkpointing,
+        lr_scheduler_type="constant_with_warmup", warmup_steps=t.warmup_steps,
+        gradient_checkpointing=gradient_checkpointing,
         max_steps=t.updates_per_rollout * total_rl_steps, logging_steps=10**9, save_strategy="no",
         disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
     )
