@@ -95,7 +95,6 @@ class LocalTrainer:
         self.device = resolve_device(cfg.model.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
         self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
-        self.needs_entropy = True  # logged as actor/entropy for every objective; dhpo-entropy mixes with it
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
         warmup = max(t.warmup_steps, 1)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: min(1.0, (s + 1) / warmup))
