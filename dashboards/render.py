@@ -41,6 +41,18 @@ def _value_text(t: Table, col: str, cell, pm: str) -> str:
     return text
 
 
+# Emphasis wrappers, applied innermost first: baseline (italic), second (underline), best (bold).
+MARKDOWN_MARKS = (("baseline", "_{}_"), ("second", "<u>{}</u>"), ("best", "**{}**"))
+LATEX_MARKS = (("baseline", "\\textit{{{}}}"), ("second", "\\underline{{{}}}"), ("best", "\\textbf{{{}}}"))
+
+
+def _emphasize(text: str, marks: set[str], wrappers: tuple[tuple[str, str], ...]) -> str:
+    for mark, template in wrappers:
+        if mark in marks:
+            text = template.format(text)
+    return text
+
+
 def _header(t: Table) -> list[str]:
     cols = ["Method"] + (["n"] if t.config.seeds else [])
     return cols + [_label(t, c) for c in t.columns]
@@ -58,13 +70,7 @@ def to_markdown(t: Table) -> str:
             for col in t.columns:
                 c = r.cells[col]
                 text = _value_text(t, col, c, " ± ")
-                if "baseline" in c.marks:
-                    text = f"_{text}_"
-                if "second" in c.marks:
-                    text = f"<u>{text}</u>"
-                if "best" in c.marks:
-                    text = f"**{text}**"
-                cells.append(text)
+                cells.append(_emphasize(text, c.marks, MARKDOWN_MARKS))
             lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + [f"{'' if i == 0 else '- '}{n}" for i, n in enumerate(t.footnotes)]
     return "\n".join(lines).rstrip() + "\n"
@@ -92,13 +98,7 @@ def to_latex(t: Table, caption: str | None = None, label: str | None = None) -> 
                 if text == "—":
                     cells.append("--")
                     continue
-                if "baseline" in c.marks:
-                    text = f"\\textit{{{text}}}"
-                if "second" in c.marks:
-                    text = f"\\underline{{{text}}}"
-                if "best" in c.marks:
-                    text = f"\\textbf{{{text}}}"
-                cells.append(text)
+                cells.append(_emphasize(text, c.marks, LATEX_MARKS))
             out.append(" & ".join(cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     body = "\n".join(out)
