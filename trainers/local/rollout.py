@@ -1,10 +1,15 @@
 """Sampling with a KV cache, and per-token log-probs/entropy of given responses.
 
-``sample(...)`` generates responses for a batch of tokenised prompts token by token with the
-model's KV cache (left-padded prompts, temperature / top-p / greedy), recording the
-behaviour log-prob of every sampled token at sampling time. ``score(...)`` recomputes
-log-probs (with gradient) and the detached entropy of the same tokens under the current
-policy for the update. Both use log_softmax(logits / temperature), so on-policy ratios are 1.
+``sample(...)`` generates responses for a batch of tokenised prompts token by token with a
+KV cache (left-padded prompts, temperature / top-p / greedy), recording the behaviour
+log-prob of every sampled token at sampling time. ``score(...)`` recomputes log-probs (with
+gradient) and the detached entropy of the same tokens under the current policy for the
+update. Both use log_softmax(logits / temperature), so on-policy ratios are 1.
+
+Qwen3-architecture policies (the tiny preset and real Qwen3 checkpoints) run through the lean
+forward of fast_qwen3.py: repeated prompts (a group) are prefilled once, and rows that have
+emitted <eos> leave the decode batch. Any other causal LM runs through its Hugging Face
+forward and cache (``lean=False`` forces that path for any model).
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from trainers.local.fast_qwen3 import KVCache, LeanQwen3
+
+COMPACT_FRACTION = 0.2  # drop finished rows from the decode batch once this share of it is done
 
 
 @dataclass
@@ -53,22 +62,44 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool, 
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
 
 
+def _use_lean(model, lean: bool | None) -> bool:
+    return LeanQwen3.supports(model) if lean is None else lean
+
+
+def _response_mask(response_ids: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """1 on tokens up to and including the first <eos> (or all, if truncated)."""
+    is_eos = (response_ids == eos_id).long()
+    return ((is_eos.cumsum(1) - is_eos) == 0).long()
+
+
 @torch.no_grad()
 def sample(model, prompts: list[list[int]], *, max_new_tokens: int, eos_id: int, pad_id: int,
            temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
-           generator: torch.Generator | None = None) -> Rollout:
+           generator: torch.Generator | None = None, lean: bool | None = None) -> Rollout:
     """Generate one response per prompt (repeat a prompt in ``prompts`` for a group)."""
     device = next(model.parameters()).device
     prompt_ids, prompt_mask = left_pad(prompts, pad_id, device)
+    pick = dict(temperature=temperature, top_p=top_p, greedy=greedy, generator=generator)
+    if _use_lean(model, lean):
+        response_ids, logps = _decode_lean(model, prompts, prompt_ids, prompt_mask, max_new_tokens, eos_id, pad_id, pick)
+    else:
+        response_ids, logps = _decode_hf(model, prompt_ids, prompt_mask, max_new_tokens, eos_id, pad_id, pick)
+    response_mask = _response_mask(response_ids, eos_id)
+    response_ids = torch.where(response_mask.bool(), response_ids, torch.full_like(response_ids, pad_id))
+    return Rollout(prompt_ids, prompt_mask, response_ids, response_mask, logps * response_mask)
+
+
+def _decode_hf(model, prompt_ids, prompt_mask, max_new_tokens, eos_id, pad_id, pick):
+    """Token-by-token decoding with the model's own forward and cache."""
     n = prompt_ids.shape[0]
     out = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=_positions(prompt_mask), use_cache=True)
     cache, logits = out.past_key_values, out.logits[:, -1]
     attention = prompt_mask
     position = _positions(prompt_mask)[:, -1]
     tokens, logps = [], []
-    finished = torch.zeros(n, dtype=torch.bool, device=device)
+    finished = torch.zeros(n, dtype=torch.bool, device=prompt_ids.device)
     for _ in range(max_new_tokens):
-        token, logp = _pick(logits, temperature, top_p, greedy, generator)
+        token, logp = _pick(logits, **pick)
         token = torch.where(finished, torch.full_like(token, pad_id), token)
         tokens.append(token)
         logps.append(torch.where(finished, torch.zeros_like(logp), logp))
@@ -80,22 +111,57 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int, eos_id: int,
         out = model(input_ids=token[:, None], attention_mask=attention, position_ids=position[:, None],
                     past_key_values=cache, use_cache=True)
         cache, logits = out.past_key_values, out.logits[:, -1]
-    response_ids = torch.stack(tokens, dim=1)
-    # valid = tokens up to and including the first <eos> (or all, if truncated)
-    is_eos = (response_ids == eos_id).long()
-    after_eos = (is_eos.cumsum(1) - is_eos) > 0
-    response_mask = (~after_eos).long()
-    old = torch.stack(logps, dim=1) * response_mask
-    return Rollout(prompt_ids, prompt_mask, response_ids, response_mask, old)
+    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1)
 
 
-def score(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = True):
+def _decode_lean(model, prompts, prompt_ids, prompt_mask, max_new_tokens, eos_id, pad_id, pick):
+    """Lean decoding: each distinct prompt prefilled once, finished rows compacted away."""
+    n, width = prompt_ids.shape
+    device, dtype = prompt_ids.device, next(model.parameters()).dtype
+    fast = LeanQwen3(model, max_positions=width + max_new_tokens)
+    weights = fast.weights()
+    first_row: dict[tuple[int, ...], int] = {}
+    distinct = torch.tensor([first_row.setdefault(tuple(p), i) for i, p in enumerate(prompts)], device=device)
+    unique_rows, row_of = distinct.unique(return_inverse=True)  # row i uses prefill row row_of[i]
+    cache = KVCache(fast, n, width + max_new_tokens, prompt_mask, dtype, device)
+    positions = _positions(prompt_mask)
+    hidden = fast.hidden(prompt_ids[unique_rows], prompt_mask[unique_rows], positions[unique_rows],
+                         cache=cache, weights=weights, cache_rows=row_of)
+    logits = fast.head(hidden[:, -1])[row_of]
+    position = positions[:, -1]
+    tokens = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
+    logps = torch.zeros((n, max_new_tokens), dtype=torch.float32, device=device)
+    active = torch.arange(n, device=device)  # original row of each row still in the batch
+    done = torch.zeros(n, dtype=torch.bool, device=device)  # per batch row: has emitted <eos>
+    for step in range(max_new_tokens):
+        token, logp = _pick(logits, **pick)
+        tokens[active, step] = token  # rows already done write past their <eos>: masked below
+        logps[active, step] = logp
+        done = done | (token == eos_id)
+        left = len(active) - int(done.sum())
+        if left == 0 or step == max_new_tokens - 1:
+            break
+        if left <= (1 - COMPACT_FRACTION) * len(active):
+            keep = (~done).nonzero().squeeze(1)
+            active, token, position, done = active[keep], token[keep], position[keep], done[keep]
+            cache.keep_rows(keep)
+        position = position + 1
+        logits = fast.decode(weights, token, position, cache)
+    return tokens[:, :step + 1], logps[:, :step + 1]
+
+
+def score(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = True, lean: bool | None = None):
     """Log-probs [N, L] (with grad) and detached entropy [N, L] of the rollout's response tokens."""
     ids = torch.cat([rollout.prompt_ids, rollout.response_ids], dim=1)
     mask = torch.cat([rollout.prompt_mask, rollout.response_mask], dim=1)
     p = rollout.prompt_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=_positions(mask)).logits
-    logits = logits[:, p - 1:-1].float() / temperature  # position t predicts token t+1
+    if _use_lean(model, lean):  # real tokens only, logits only where they are needed
+        fast = LeanQwen3(model, max_positions=ids.shape[1])
+        logits = fast.response_logits(rollout.prompt_ids, rollout.prompt_mask, rollout.response_ids,
+                                      rollout.response_mask)
+    else:  # position t predicts token t+1
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=_positions(mask)).logits[:, p - 1:-1]
+    logits = logits.float() / temperature
     logp_all = F.log_softmax(logits, dim=-1)
     log_probs = logp_all.gather(-1, rollout.response_ids[..., None]).squeeze(-1)
     entropy = None

@@ -66,8 +66,10 @@ def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialC
 
 
 def _subset(ro: Rollout, idx: torch.Tensor) -> Rollout:
-    width = int(ro.response_mask[idx].sum(1).max().item())  # trim trailing all-padding columns
-    return Rollout(ro.prompt_ids[idx], ro.prompt_mask[idx], ro.response_ids[idx, :width],
+    """Rows ``idx`` without all-padding columns (leading prompt ones, trailing response ones)."""
+    width = int(ro.response_mask[idx].sum(1).max().item())
+    start = ro.prompt_mask.shape[1] - int(ro.prompt_mask[idx].sum(1).max().item())
+    return Rollout(ro.prompt_ids[idx, start:], ro.prompt_mask[idx, start:], ro.response_ids[idx, :width],
                    ro.response_mask[idx, :width], ro.old_log_probs[idx, :width])
 
 
@@ -95,7 +97,8 @@ class LocalTrainer:
         self.device = resolve_device(cfg.model.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
         self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay,
+                                     fused=self.device.type in ("cpu", "cuda"))  # one kernel for all parameters
         warmup = max(t.warmup_steps, 1)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: min(1.0, (s + 1) / warmup))
         self.gen = torch.Generator().manual_seed(cfg.seed)
