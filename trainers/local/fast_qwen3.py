@@ -90,13 +90,20 @@ class LeanQwen3:
         qk = qk * cos + torch.cat([qk[..., half:], qk[..., :half]], -1) * sin
         return qk[:, :, :self.heads], qk[:, :, self.heads:], qkv[:, :, self.heads + self.kv_heads:]
 
+    def _embed(self, ids):
+        embed = self.model.model.embed_tokens  # padding_idx (if any) gets no gradient, as in the module
+        return F.embedding(ids, embed.weight, embed.padding_idx)
+
+    def _norm(self, x, weight):
+        return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
+
     def _mlp(self, w, x):
-        gate, up = F.linear(F.rms_norm(x, (x.shape[-1],), eps=self.eps) * w["ln2"], w["gate_up"]).chunk(2, -1)
+        gate, up = F.linear(self._norm(x, w["ln2"]), w["gate_up"]).chunk(2, -1)
         return x + F.linear(F.silu(gate) * up, w["down"])
 
     def head(self, h):
         """Final norm + language-model head: hidden [..., C] -> logits [..., V]."""
-        h = F.rms_norm(h, (h.shape[-1],), eps=self.eps) * self.model.model.norm.weight
+        h = self._norm(h, self.model.model.norm.weight)
         return F.linear(h, self.model.lm_head.weight)
 
     # ---- full sequences (prefill, scoring) -------------------------------------------------
@@ -116,12 +123,12 @@ class LeanQwen3:
         (several cache rows may share one prefilled prompt).
         """
         weights = weights or self.weights()
-        x = F.embedding(ids, self.model.model.embed_tokens.weight)
+        x = self._embed(ids)
         bias = self.sequence_bias(mask, x.dtype)
         groups = self.heads // self.kv_heads
         cos, sin = self.rope(positions)
         for i, w in enumerate(weights):
-            q, k, v = self._qkv(w, F.rms_norm(x, (x.shape[-1],), eps=self.eps) * w["ln1"], cos, sin)
+            q, k, v = self._qkv(w, self._norm(x, w["ln1"]), cos, sin)
             if cache is not None:
                 cache.write_prefix(i, k, v, cache_rows)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -146,10 +153,10 @@ class LeanQwen3:
         packed = pack(prompt_ids, prompt_mask, response_ids, response_mask)
         n, width = packed.rows, packed.width
         cos, sin = self.cos[packed.positions][None, :, None], self.sin[packed.positions][None, :, None]
-        x = F.embedding(packed.ids, self.model.model.embed_tokens.weight)  # [R, C]
+        x = self._embed(packed.ids)  # [R, C]
         groups = self.heads // self.kv_heads
         for w in self.weights():
-            q, k, v = self._qkv(w, (F.rms_norm(x, (x.shape[-1],), eps=self.eps) * w["ln1"])[None], cos, sin)
+            q, k, v = self._qkv(w, (self._norm(x, w["ln1"]))[None], cos, sin)
             qkv = torch.cat([q, k, v], 2)[0]  # [R, H + 2KV, D]
             qkv = torch.cat([qkv, qkv.new_zeros(1, *qkv.shape[1:])])  # row R: the zero slot past a row's end
             q, k, v = qkv[packed.grid].transpose(1, 2).split([self.heads, self.kv_heads, self.kv_heads], 1)
@@ -162,13 +169,13 @@ class LeanQwen3:
     def decode(self, weights, token, positions, cache: "KVCache"):
         """Logits [N, V] for one new token per row; its k/v go to cache slot ``cache.length``."""
         n = token.shape[0]
-        x = F.embedding(token[:, None], self.model.model.embed_tokens.weight)  # [N, 1, C]
+        x = self._embed(token[:, None])  # [N, 1, C]
         groups = self.heads // self.kv_heads
         slot = cache.length
         bias = cache.bias[:, :, :slot + 1]  # [N * KV, 1, S]
         cos, sin = self.rope(positions[:, None])
         for i, w in enumerate(weights):
-            q, k, v = self._qkv(w, F.rms_norm(x, (x.shape[-1],), eps=self.eps) * w["ln1"], cos, sin)
+            q, k, v = self._qkv(w, self._norm(x, w["ln1"]), cos, sin)
             keys, values = cache.append(i, slot, k, v)  # [N * KV, S, D]
             q = q.reshape(n * self.kv_heads, groups, self.head_dim)  # head h uses kv head h // groups
             scores = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=self.scale)  # [N * KV, G, S]

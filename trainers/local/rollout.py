@@ -58,7 +58,11 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, greedy: bool, 
             sorted_p, order = probs.sort(-1, descending=True)
             keep = sorted_p.cumsum(-1) - sorted_p < top_p  # smallest set with mass >= top_p
             probs = torch.zeros_like(probs).scatter(-1, order, sorted_p * keep)
-        token = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
+        # inverse-CDF draw: one uniform per row (u scaled by the row's total, so rounding can never pick
+        # past the last token with mass); the first token whose cumulative mass exceeds u
+        cdf = probs.cumsum(-1)
+        u = torch.rand(probs.shape[0], 1, generator=generator).to(logits.device) * cdf[:, -1:]
+        token = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
 
 
