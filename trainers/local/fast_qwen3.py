@@ -7,16 +7,18 @@ tied or untied head) with far fewer operators:
 
 * q/k/v and gate/up projections fused into one matmul each, q and k head norms and RoPE
   applied to q and k together, RoPE tables precomputed for every position;
-* attention over a preallocated KV cache with an additive padding bias (decode), or one
-  ``scaled_dot_product_attention`` with a causal + padding bias (prefill and scoring);
+* attention over a preallocated KV cache with an additive padding bias (decode; finished
+  rows can leave the batch), one ``scaled_dot_product_attention`` with a causal + padding
+  bias (prefill), or, for scoring, token-wise layers on packed real tokens (each distinct
+  prompt once, packing.py) and causal attention on a right-aligned layout;
 * the language-model head applied only where logits are needed.
 
 It reads the module's parameters on every call (never copies them), so gradients flow to the
 Hugging Face parameters, the optimizer and checkpoints are unchanged, and the module stays
 the source of truth. ``LeanQwen3.supports(model)`` says whether a model can use it (Qwen3
-architecture, default RoPE, no biases, no sliding window, float32/bfloat16); other models run
-through the Hugging Face forward. tests/trainers/local/test_fast_qwen3.py checks logits,
-cached decoding and gradients against the Hugging Face forward.
+architecture, default RoPE, no biases, no sliding window); other models run through the
+Hugging Face forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
+decoding, sampling and gradients against the Hugging Face forward.
 """
 
 from __future__ import annotations
@@ -136,10 +138,6 @@ class LeanQwen3:
             x = x + F.linear(att.transpose(1, 2).flatten(2), w["o"])
             x = self._mlp(w, x)
         return x
-
-    def logits(self, ids, mask, positions, first: int = 0):
-        """Logits [N, T - first, V] of positions ``first``.. (scoring: the response part only)."""
-        return self.head(self.hidden(ids, mask, positions)[:, first:])
 
     # ---- scoring without padding, each distinct prompt once (packing.py) --------------------
     def response_logits(self, prompt_ids, prompt_mask, response_ids, response_mask):
