@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sweeps.progress import LiveProgress
 from sweeps.spec import SweepSpec, Trial
-from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_payload
+from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_payload, unpack_steps
 from sweeps.tracking import SweepTracker, default_tracking_uri
 
 LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
@@ -111,15 +111,17 @@ def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveP
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             tid = _tid(trial)
-            step = int(result["step"])
-            metrics = {k: v for k, v in result.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
             meta = result.get("meta", "{}")
             if meta != seen_meta.get(tid):  # first result of each (re)start of the trial
                 seen_meta[tid] = meta
                 tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
-            tracker.log_result(tid, step, metrics, force=bool(result.get("checkpointed")))  # flush at checkpoints
-            if progress:
-                progress.update(tid, state="RUNNING", step=step, metrics=metrics)
+            steps = unpack_steps(result)
+            for step, when, values in steps:  # every step since the trial's previous result
+                tracker.log_result(tid, step, _logged(values), timestamp=when)
+            if result.get("checkpointed"):
+                tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
+            if progress and steps:
+                progress.update(tid, state="RUNNING", step=steps[-1][0], metrics=_logged(result))
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             tid = _tid(trial)
@@ -182,8 +184,8 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         if spec.search and search_kwargs["num_samples"] == 0:
             pending = []  # every requested sample already FINISHED in an earlier run
         if pending:
-            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id, tracker.last_step(t.trial_id)), scratch)
-                        for t in pending]
+            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id, tracker.last_step(t.trial_id)),
+                                      scratch, spec.report_interval_s) for t in pending]
             _init_ray(options, run_dir)
             tuner = tune.Tuner(
                 tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
@@ -218,6 +220,10 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     finally:
         tracker.end_sweep(status)
     return SweepResult(tracking_uri, tracker.parent_id, statuses, time.time() - started)
+
+
+def _logged(values: dict) -> dict[str, float]:
+    return {k: v for k, v in values.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
 
 
 def _tid(tune_trial) -> str:

@@ -9,6 +9,7 @@ A spec (configs/sweeps/*.yaml):
     resources: {cpus: 1, gpus: 0}          # per trial; fractional allowed
     max_concurrent: 2
     max_failures: 2                        # retries of a crashed trial, from its last checkpoint
+    report_interval_s: 1.0                 # a trial sends its steps to the driver at most this often
     variants:                              # inside a variant a list value is a grid axis
       - {algorithm: grpo, clip: {low: 0.2, high: 0.2}}
       - {algorithm: dhpo, mixing: [averaged, entropy], clip_mode: branch}
@@ -46,7 +47,7 @@ from trainers.objectives import OBJECTIVES
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIGS_DIR = REPO_ROOT / "configs"
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
-             "variants", "search", "scheduler", "report")
+             "report_interval_s", "variants", "search", "scheduler", "report")
 TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm", "seed", "backend")
 SHORT = {"eps_low": "lo", "eps_high": "hi", "tau_pos": "tp", "tau_neg": "tn", "eps_low_token": "lot",
          "eps_high_token": "hit", "eps_low_seq": "los", "eps_high_seq": "his", "entropy_norm": "norm"}
@@ -96,6 +97,8 @@ class SweepSpec:
     scheduler: dict[str, Any] | None = None
     report: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    report_interval_s: float = 1.0
+    """Seconds between a trial's reports to the driver (each carries every step since the last; 0 = every step)."""
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
@@ -304,6 +307,9 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     resources = parse_resources(raw.get("resources", {}), src)
     max_concurrent = positive_int(raw, "max_concurrent", 2, src)
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
+    report_interval_s = raw.get("report_interval_s", 1.0)
+    if isinstance(report_interval_s, bool) or not isinstance(report_interval_s, (int, float)) or report_interval_s < 0:
+        raise SpecError(f"{src}: report_interval_s: expected a number of seconds >= 0, got {report_interval_s!r}")
 
     trials: list[Trial] = []
     seen: dict[str, str] = {}
@@ -352,4 +358,5 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 raise SpecError(str(err)) from None
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
-    return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw)
+    return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
+                     float(report_interval_s))

@@ -102,12 +102,16 @@ class SweepTracker:
         self.children[trial.trial_id] = {"run_id": run_id, "status": "RUNNING", "last_step": -1}
         return run_id
 
-    def log_result(self, trial_id: str, step: int, metrics: dict[str, float], force: bool = False) -> None:
-        """Buffer one step's metrics (steps already logged are skipped: retries replay them)."""
+    def log_result(self, trial_id: str, step: int, metrics: dict[str, float], force: bool = False,
+                   timestamp: float | None = None) -> None:
+        """Buffer one step's metrics, stamped ``timestamp`` (when the step ended; default now).
+
+        Steps already logged are skipped: retries replay them.
+        """
         info = self.children[trial_id]
         if step <= info["last_step"]:
             return
-        now_ms = int(time.time() * 1000)
+        now_ms = int((time.time() if timestamp is None else timestamp) * 1000)
         buf = self.buffers.setdefault(trial_id, [])
         buf.extend(Metric(k, float(v), now_ms, step) for k, v in metrics.items())
         buf.append(Metric("trial/step", float(step), now_ms, step))

@@ -16,7 +16,7 @@ TEST_CACHE = REPO / ".cache" / "test_base_models"  # shared by tests: a 30-step 
 
 
 def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=None, max_concurrent=2,
-               max_failures=2, resources=None, checkpoint_every=2) -> Path:
+               max_failures=2, resources=None, checkpoint_every=2, report_interval_s=None) -> Path:
     spec = {
         "name": name,
         "defaults": [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}],
@@ -33,6 +33,8 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
         "variants": variants or [{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
         "report": {"table": {"select_by": "val/avg/acc", "at": "final"}},
     }
+    if report_interval_s is not None:
+        spec["report_interval_s"] = report_interval_s
     path = directory / f"{name}.yaml"
     path.write_text(f"# sweep run {path.name}\n" + yaml.safe_dump(spec, sort_keys=False))
     return path

@@ -35,7 +35,9 @@ def _run(spec_path: Path, run_dir: Path, ray_dir: Path, **kw):
 
 
 def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
-    spec = write_spec(tmp_path, "e2e_small")
+    # Trials report to the driver only at the start, at checkpoints (every 2 steps) and at the end:
+    # every step must still reach MLflow, once, stamped with the time the step itself ended.
+    spec = write_spec(tmp_path, "e2e_small", report_interval_s=600)
     run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
     result = _run(spec, run_dir, ray_dir)
     assert set(result.statuses.values()) == {"FINISHED"} and len(result.statuses) == 4
@@ -53,6 +55,9 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
         assert run.data.params["trainer.steps"] == "6"
         for key in ("actor/entropy", "response_length/mean"):
             assert steps_of(client, run.info.run_id, key) == [1, 2, 3, 4, 5, 6], (tid, key)
+        stamps = [m.timestamp for m in sorted(client.get_metric_history(run.info.run_id, "actor/entropy"),
+                                              key=lambda m: m.step)]
+        assert all(a < b for a, b in zip(stamps, stamps[1:])), (tid, stamps)  # not one arrival time per batch
         assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6]
     assert "actor/mix_weight" in kids["dhpo-entropy.s0"].data.metrics
 
@@ -64,14 +69,14 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
     assert {tid: (r.info.run_id, len(client.get_metric_history(r.info.run_id, "actor/entropy"))) for tid, r in after.items()} == before
 
     # Extending the spec with a seed runs only the new trials.
-    spec = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2))
+    spec = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2), report_interval_s=600)
     extended = _run(spec, run_dir, ray_dir)
     assert {t for t, s in extended.statuses.items() if s == "FINISHED"} == {"grpo.s2", "dhpo-entropy.s2"}
     assert len(children(client, "e2e_small")) == 6
 
     # Same trial ids with another resolved config: refused before anything recorded is touched.
     recorded = {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()}
-    changed = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2), steps=8)
+    changed = write_spec(tmp_path, "e2e_small", seeds=(0, 1, 2), steps=8, report_interval_s=600)
     with pytest.raises(SpecError, match="different resolved config"):
         _run(changed, run_dir, ray_dir)
     assert {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()} == recorded

@@ -363,6 +363,8 @@ MALFORMED = [
      ["resources", "unknown key 'cpu'", "did you mean 'cpus'"]),
     ("max_concurrent_zero", "name: t\nmax_concurrent: 0\n" + OK_VARIANTS,
      ["max_concurrent", "integer >= 1", "got 0"]),
+    ("report_interval_negative", "name: t\nreport_interval_s: -1\n" + OK_VARIANTS,
+     ["report_interval_s", "seconds >= 0", "got -1"]),
     ("search_method", "name: t\n" + OK_VARIANTS + "search: {method: random, metric: val/avg/acc, "
      "space: {trainer.lr: {type: float, low: 1.0e-4, high: 1.0e-2}}}\n",
      ["search.method", "expected 'optuna'", "'random'"]),
