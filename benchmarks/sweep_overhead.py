@@ -37,8 +37,10 @@ times in alternating order (a b c, c b a, ...) and the table shows medians.
 Where the time goes (the extra columns): head = mode start to the first trial start (ray.init, the
 MLflow DB, Tune set-up); start = per trial, its start to its step-0 result at the driver (worker
 process, imports, trainer set-up, one evaluation); RL step = the trainer's own perf/step_time_s;
-gap = per step, the interval between two results at the driver minus the step time (Tune function
-trainables report synchronously, so this is the report round trip, driver callbacks included);
+gap = per step, the interval between two steps minus the step time: in (b) between two results at
+the driver (Tune function trainables report synchronously, so this is the report round trip, driver
+callbacks included), in (c) between two step ends in the trial (it reports in batches, every
+``report_interval_s``);
 tail = last result to the end. The 2 cores are shared with other jobs, so a /proc sampler counts the
 CPU seconds of this process tree (driver, Ray daemons, workers) and of everything else: efficiency is
 also shown against the cores the other jobs left free, and (a)'s CPU over (b)'s / (c)'s CPU is a
@@ -222,10 +224,11 @@ class MlflowTimer:
 
 
 def arrival_gaps(arrivals: dict[str, list[tuple[float, float | None]]]) -> list[float]:
-    """Per step: interval between two results arriving at the driver minus the trainer's own step time,
-    i.e. the time a trial spends outside rl_step. Tune function trainables report synchronously (the
-    training thread waits in tune.report until the driver has processed the result and asked for the
-    next), so this is the report round trip, driver callbacks included."""
+    """Per step: interval between two consecutive steps' times minus the trainer's own step time,
+    i.e. the time a trial spends outside rl_step. (b): the times results reached the driver; Tune
+    function trainables report synchronously (the training thread waits in tune.report until the
+    driver has processed the result), so this is the report round trip, driver callbacks included.
+    (c): the time each step ended in the trial (trials batch their reports, sweeps/trial.py)."""
     gaps = []
     for seq in arrivals.values():
         for (t_prev, _), (t, step_s) in zip(seq, seq[1:]):
@@ -350,8 +353,8 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
 
 def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]:
     """reward/mean points per child run (every step streamed?), all perf/step_time_s values, and per
-    trial the (driver arrival time, step time) of every step: the driver stamps each metric with the
-    time the result reached it (SweepTracker.log_result)."""
+    trial the (time, step time) of every step: each step is stamped with the time it ended in the
+    trial (sweeps/trial.py sends them in batches; SweepTracker.log_result keeps the stamps)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

@@ -18,6 +18,7 @@ import json
 import os
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,7 +165,14 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     prepare_environment(run_dir)
     tracking_uri = options.tracking_uri or default_tracking_uri(run_dir)
-    tracker = SweepTracker(spec, tracking_uri, run_dir)  # DB, experiment, parent run: before any trial
+    if options.tracking_uri is None and not (run_dir / "mlflow.db").exists():
+        # A new store: every trial will run, so Ray starts while MLflow creates its tables (both take seconds).
+        with ThreadPoolExecutor(1) as pool:
+            creating = pool.submit(SweepTracker, spec, tracking_uri, run_dir)
+            _init_ray(options, run_dir)
+            tracker = creating.result()
+    else:
+        tracker = SweepTracker(spec, tracking_uri, run_dir)  # DB, experiment, parent run: before any trial
     sweep_dir = run_dir / spec.name
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
