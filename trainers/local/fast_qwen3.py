@@ -16,8 +16,8 @@ tied or untied head) with far fewer operators:
 It reads the module's parameters on every call (never copies them), so gradients flow to the
 Hugging Face parameters, the optimizer and checkpoints are unchanged, and the module stays
 the source of truth. ``LeanQwen3.supports(model)`` says whether a model can use it (Qwen3
-architecture, default RoPE, no biases, no sliding window); other models run through the
-Hugging Face forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
+architecture, default RoPE, no biases, no attention dropout, no sliding window); other models run
+through the Hugging Face forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
 decoding, sampling and gradients against the Hugging Face forward.
 """
 
@@ -41,7 +41,8 @@ class LeanQwen3:
             return False
         rope = getattr(c, "rope_parameters", None) or {"rope_type": "default"}
         return (rope.get("rope_type", "default") == "default" and not c.attention_bias
-                and not getattr(c, "use_sliding_window", False) and c.hidden_act == "silu"
+                and not getattr(c, "attention_dropout", 0.0) and not getattr(c, "use_sliding_window", False)
+                and c.hidden_act == "silu"
                 and all(t == "full_attention" for t in (getattr(c, "layer_types", None) or ["full_attention"])))
 
     def __init__(self, model, max_positions: int | None = None):

@@ -52,6 +52,9 @@ def test_supports_only_what_it_implements():
                                             num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True,
                                             sliding_window=8, max_window_layers=0))
     assert not LeanQwen3.supports(windowed)
+    dropout = Qwen3ForCausalLM(Qwen3Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                           num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.1))
+    assert not LeanQwen3.supports(dropout)
     with pytest.raises(ValueError, match="does not support"):
         LeanQwen3(llama)
 
