@@ -155,7 +155,7 @@ class LeanQwen3:
         x = self._embed(packed.ids)  # [R, C]
         groups = self.heads // self.kv_heads
         for w in self.weights():
-            q, k, v = self._qkv(w, (self._norm(x, w["ln1"]))[None], cos, sin)
+            q, k, v = self._qkv(w, self._norm(x, w["ln1"])[None], cos, sin)
             qkv = torch.cat([q, k, v], 2)[0]  # [R, H + 2KV, D]
             qkv = torch.cat([qkv, qkv.new_zeros(1, *qkv.shape[1:])])  # row R: the zero slot past a row's end
             q, k, v = qkv[packed.grid].transpose(1, 2).split([self.heads, self.kv_heads, self.kv_heads], 1)
