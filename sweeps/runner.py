@@ -4,8 +4,9 @@
 
 * Local ``ray.init`` by default (temp dir ``<run dir>/.ray``, nothing in ~/.ray), or
   ``address=`` to join an existing cluster; per-trial resources from the spec.
-* Trials report through ``tune.report`` (checkpoints included); the driver-side callback
-  ``MlflowLogger`` is the only MLflow writer. ``FailureConfig(max_failures)`` retries a crashed
+* Trials report through ``tune.report`` in batches (sweeps/trial.py; checkpoints included); the
+  driver-side callback ``MlflowLogger`` is the only MLflow writer. On a new store, MLflow creates
+  its tables in a thread while Tune starts the trials (both take seconds). ``FailureConfig(max_failures)`` retries a crashed
   trial from its last checkpoint; steps it replays are not logged twice.
 * Re-running the same command resumes: FINISHED trials (in MLflow) are skipped, interrupted ones
   restart from their newest checkpoint under ``<run dir>/<sweep>/ray_results``, new seeds or
@@ -18,7 +19,7 @@ import json
 import os
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,27 +92,46 @@ def latest_checkpoint(results_dir: Path, trial_id: str, max_step: int) -> Path |
 # ---- the driver -------------------------------------------------------------------------
 
 
-def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveProgress | None):
+def _make_logger():
+    """The driver's MLflow writer as a Tune callback; run_sweep sets its tracker, trials and progress table."""
     from ray.tune import Callback
 
     seen_meta: dict[str, str] = {}
 
     class MlflowLogger(Callback):
-        """Driver-side single writer: Tune results -> MLflow child runs, in batches."""
+        """Driver-side single writer: Tune results -> MLflow child runs, in batches.
+
+        ``tracker`` may still be opening a new MLflow store when the trials start (run_sweep sets it
+        from a thread); the callbacks then wait for it.
+        """
+
+        def __init__(self):
+            self.tracker: SweepTracker | None = None
+            self.failure: BaseException | None = None  # opening the store failed
+            self.by_id: dict[str, Trial] = {}
+            self.progress: LiveProgress | None = None
+
+        def wait_for_tracker(self) -> SweepTracker:
+            while self.tracker is None:
+                if self.failure is not None:
+                    raise self.failure
+                time.sleep(0.01)
+            return self.tracker
 
         def on_trial_start(self, iteration, trials, trial, **info):
             t = trial_from_tune_config(trial.config)
             tid = t.trial_id
-            if tid not in by_id:  # a search sample
-                by_id[tid] = t
-                if progress:
-                    progress.add(t)
-            tracker.start_trial(t)
-            if progress:
-                progress.update(tid, state="RUNNING")
+            if tid not in self.by_id:  # a search sample
+                self.by_id[tid] = t
+                if self.progress:
+                    self.progress.add(t)
+            self.wait_for_tracker().start_trial(t)
+            if self.progress:
+                self.progress.update(tid, state="RUNNING")
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             tid = _tid(trial)
+            tracker = self.wait_for_tracker()
             meta = result.get("meta", "{}")
             if meta != seen_meta.get(tid):  # first result of each (re)start of the trial
                 seen_meta[tid] = meta
@@ -121,22 +141,22 @@ def _make_logger(tracker: SweepTracker, by_id: dict[str, Trial], progress: LiveP
                 tracker.log_result(tid, step, _logged(values), timestamp=when)
             if result.get("checkpointed"):
                 tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
-            if progress and steps:
-                progress.update(tid, state="RUNNING", step=steps[-1][0], metrics=_logged(result))
+            if self.progress and steps:
+                self.progress.update(tid, state="RUNNING", step=steps[-1][0], metrics=_logged(result))
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             tid = _tid(trial)
-            tracker.end_trial(tid, "FINISHED")
-            if progress:
-                progress.update(tid, state="FINISHED")
+            self.wait_for_tracker().end_trial(tid, "FINISHED")
+            if self.progress:
+                self.progress.update(tid, state="FINISHED")
 
         def on_trial_error(self, iteration, trials, trial, **info):
             tid = _tid(trial)
             has_file = trial.error_file and Path(trial.error_file).is_file()
             error = Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
-            tracker.end_trial(tid, "FAILED", error=str(error))
-            if progress:
-                progress.update(tid, state="FAILED")
+            self.wait_for_tracker().end_trial(tid, "FAILED", error=str(error))
+            if self.progress:
+                self.progress.update(tid, state="FAILED")
 
     return MlflowLogger()
 
@@ -165,14 +185,24 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     prepare_environment(run_dir)
     tracking_uri = options.tracking_uri or default_tracking_uri(run_dir)
+    logger = _make_logger()
+    opener = None
     if options.tracking_uri is None and not (run_dir / "mlflow.db").exists():
-        # A new store: every trial will run, so Ray starts while MLflow creates its tables (both take seconds).
-        with ThreadPoolExecutor(1) as pool:
-            creating = pool.submit(SweepTracker, spec, tracking_uri, run_dir)
-            _init_ray(options, run_dir)
-            tracker = creating.result()
+        # A new store: nothing is recorded, every trial runs. Ray starts first, then MLflow creates its
+        # tables while Tune starts the trial workers; the callbacks wait for the tracker if need be.
+        _init_ray(options, run_dir)
+        recorded = None
+
+        def open_store():
+            try:
+                logger.tracker = SweepTracker(spec, tracking_uri, run_dir)
+            except BaseException as err:  # noqa: BLE001 - re-raised by the callbacks and below
+                logger.failure = err
+
+        opener = threading.Thread(target=open_store, daemon=True)
+        opener.start()
     else:
-        tracker = SweepTracker(spec, tracking_uri, run_dir)  # DB, experiment, parent run: before any trial
+        recorded = logger.tracker = SweepTracker(spec, tracking_uri, run_dir)  # before any trial
     sweep_dir = run_dir / spec.name
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
@@ -181,19 +211,20 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         statuses, pending, by_id = {}, spec.trials[:1], {}
         shown = []
     else:
-        statuses = {t.trial_id: "SKIPPED" for t in spec.trials if tracker.finished(t)}
+        statuses = {t.trial_id: "SKIPPED" for t in spec.trials if recorded and recorded.finished(t)}
         pending = [t for t in spec.trials if t.trial_id not in statuses]
         by_id = {t.trial_id: t for t in spec.trials}
         shown = spec.trials
     progress = LiveProgress(spec.name, shown, statuses) if options.show_progress else None
+    logger.by_id, logger.progress = by_id, progress
     status = "FINISHED"
     try:
-        search_kwargs = _search(spec, tracker)
+        search_kwargs = _search(spec, recorded)
         if spec.search and search_kwargs["num_samples"] == 0:
             pending = []  # every requested sample already FINISHED in an earlier run
         if pending:
-            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id, tracker.last_step(t.trial_id)),
-                                      scratch, spec.report_interval_s) for t in pending]
+            payloads = [trial_payload(t, latest_checkpoint(results_dir, t.trial_id, recorded.last_step(t.trial_id))
+                                      if recorded else None, scratch, spec.report_interval_s) for t in pending]
             _init_ray(options, run_dir)
             tuner = tune.Tuner(
                 tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
@@ -206,7 +237,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
                     name=time.strftime("attempt-%Y%m%d-%H%M%S"), storage_path=str(results_dir),
                     failure_config=tune.FailureConfig(max_failures=spec.max_failures),
                     checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
-                    callbacks=[_make_logger(tracker, by_id, progress)], verbose=0),
+                    callbacks=[logger], verbose=0),
             )
             if progress:
                 with progress:
@@ -223,11 +254,18 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         raise
     except Exception:
         status = "FAILED"
-        tracker.client.set_tag(tracker.parent_id, "error", traceback.format_exc()[-4000:])
+        error = traceback.format_exc()[-4000:]
+        if opener is not None:
+            opener.join()
+        if logger.tracker is not None:  # (else MLflow itself failed: that error propagates)
+            logger.tracker.client.set_tag(logger.tracker.parent_id, "error", error)
         raise
     finally:
-        tracker.end_sweep(status)
-    return SweepResult(tracking_uri, tracker.parent_id, statuses, time.time() - started)
+        if opener is not None:
+            opener.join()
+        if logger.tracker is not None:
+            logger.tracker.end_sweep(status)
+    return SweepResult(tracking_uri, logger.wait_for_tracker().parent_id, statuses, time.time() - started)
 
 
 def _logged(values: dict) -> dict[str, float]:
@@ -275,13 +313,13 @@ def _param_space(spec: SweepSpec, payloads: list[dict]) -> dict:
     return {"trial": payloads[0], "search": space}
 
 
-def _search(spec: SweepSpec, tracker: SweepTracker) -> dict:
-    """Optuna search: num_samples minus the samples already FINISHED in earlier runs of the sweep."""
+def _search(spec: SweepSpec, recorded: SweepTracker | None) -> dict:
+    """Optuna search: num_samples minus the samples already FINISHED in earlier runs (``recorded``)."""
     if not spec.search:
         return {}
     from ray.tune.search.optuna import OptunaSearch
 
-    done = sum(1 for info in tracker.children.values() if info["status"] == "FINISHED")
+    done = sum(1 for info in recorded.children.values() if info["status"] == "FINISHED") if recorded else 0
     return {"search_alg": OptunaSearch(metric=_tune_metric(spec.search["metric"]), mode=spec.search["mode"],
                                        seed=spec.trials[0].config.seed),
             "num_samples": max(spec.search["num_samples"] - done, 0)}

@@ -219,3 +219,13 @@ def test_optuna_search_with_asha_runs_samples_as_child_runs(tmp_path, local_ray)
     # Running it again: the 3 samples are done, nothing new runs.
     again = _run(spec, run_dir, ray_dir)
     assert again.statuses == {} and len(children(client, "e2e_search")) == 3
+
+
+def test_new_store_that_cannot_be_written_fails_the_sweep(tmp_path, local_ray):
+    # On a new store, MLflow opens while Tune already starts the trials: its error must still end the run.
+    spec = write_spec(tmp_path, "e2e_bad_store", seeds=(0,), variants=[{"algorithm": "grpo"}], steps=40)
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    (run_dir / "mlartifacts").write_text("a file where the artifact store should go")
+    with pytest.raises(NotADirectoryError, match="mlartifacts"):
+        _run(spec, run_dir, short_ray_dir())
