@@ -6,8 +6,9 @@
   ``address=`` to join an existing cluster; per-trial resources from the spec.
 * Trials report through ``tune.report`` in batches (sweeps/trial.py; checkpoints included); the
   driver-side callback ``MlflowLogger`` is the only MLflow writer. On a new store, MLflow creates
-  its tables in a thread while Tune starts the trials (both take seconds). ``FailureConfig(max_failures)`` retries a crashed
-  trial from its last checkpoint; steps it replays are not logged twice.
+  its tables in a thread while Tune starts the trials (both take seconds).
+* ``FailureConfig(max_failures)`` retries a crashed trial from its last checkpoint; steps it
+  replays are not logged twice.
 * Re-running the same command resumes: FINISHED trials (in MLflow) are skipped, interrupted ones
   restart from their newest checkpoint under ``<run dir>/<sweep>/ray_results``, new seeds or
   variants added to the spec simply run.
