@@ -156,14 +156,14 @@ def _decode_lean(model, prompts, prompt_ids, prompt_mask, max_new_tokens, eos_id
 
 def score(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = True, lean: bool | None = None):
     """Log-probs [N, L] (with grad) and detached entropy [N, L] of the rollout's response tokens."""
-    ids = torch.cat([rollout.prompt_ids, rollout.response_ids], dim=1)
-    mask = torch.cat([rollout.prompt_mask, rollout.response_mask], dim=1)
-    p = rollout.prompt_ids.shape[1]
     if _use_lean(model, lean):  # real tokens only, logits only where they are needed
-        fast = LeanQwen3(model, max_positions=ids.shape[1])
+        fast = LeanQwen3(model, max_positions=rollout.prompt_ids.shape[1] + rollout.response_ids.shape[1])
         logits = fast.response_logits(rollout.prompt_ids, rollout.prompt_mask, rollout.response_ids,
                                       rollout.response_mask)
     else:  # position t predicts token t+1
+        ids = torch.cat([rollout.prompt_ids, rollout.response_ids], dim=1)
+        mask = torch.cat([rollout.prompt_mask, rollout.response_mask], dim=1)
+        p = rollout.prompt_ids.shape[1]
         logits = model(input_ids=ids, attention_mask=mask, position_ids=_positions(mask)).logits[:, p - 1:-1]
     logits = logits.float() / temperature
     logp_all = F.log_softmax(logits, dim=-1)
