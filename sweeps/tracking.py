@@ -102,8 +102,7 @@ class SweepTracker:
         self.children[trial.trial_id] = {"run_id": run_id, "status": "RUNNING", "last_step": -1}
         return run_id
 
-    def log_result(self, trial_id: str, step: int, metrics: dict[str, float], force: bool = False,
-                   timestamp: float | None = None) -> None:
+    def log_result(self, trial_id: str, step: int, metrics: dict[str, float], timestamp: float | None = None) -> None:
         """Buffer one step's metrics, stamped ``timestamp`` (when the step ended; default now).
 
         Steps already logged are skipped: retries replay them.
@@ -116,7 +115,7 @@ class SweepTracker:
         buf.extend(Metric(k, float(v), now_ms, step) for k, v in metrics.items())
         buf.append(Metric("trial/step", float(step), now_ms, step))
         info["last_step"] = step
-        if force or time.time() - self.last_flush.get(trial_id, 0.0) > BATCH_SECONDS:
+        if time.time() - self.last_flush.get(trial_id, 0.0) > BATCH_SECONDS:
             self.flush(trial_id)
 
     def flush(self, trial_id: str | None = None) -> None:
