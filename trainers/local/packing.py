@@ -30,6 +30,12 @@ class Packed:
     width: int
 
 
+def first_rows(keys: list, device) -> torch.Tensor:
+    """For each row, the index of the first row with the same key (a prompt's token tuple)."""
+    first: dict = {}
+    return torch.tensor([first.setdefault(key, i) for i, key in enumerate(keys)], device=device)
+
+
 def pack(prompt_ids, prompt_mask, response_ids, response_mask) -> Packed:
     """Left-padded prompts [N, P] + right-padded responses [N, L] -> ``Packed``."""
     n, p = prompt_ids.shape
@@ -37,9 +43,7 @@ def pack(prompt_ids, prompt_mask, response_ids, response_mask) -> Packed:
     plen, rlen = prompt_mask.sum(1), response_mask.sum(1)
     length = plen + rlen
     width = int(length.max())
-    first_row: dict[tuple[int, ...], int] = {}
-    keys = [tuple(row[p - k:]) for row, k in zip(prompt_ids.tolist(), plen.tolist())]
-    rep = torch.tensor([first_row.setdefault(key, i) for i, key in enumerate(keys)], device=device)
+    rep = first_rows([tuple(row[p - k:]) for row, k in zip(prompt_ids.tolist(), plen.tolist())], device)
     owns_prompt = rep == torch.arange(n, device=device)  # the first row of each distinct prompt
     # packed order: distinct prompts (in row order), then every row's response
     prompt_len_owned = torch.where(owns_prompt, plen, 0)

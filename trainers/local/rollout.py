@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from trainers.local.fast_qwen3 import KVCache, LeanQwen3
+from trainers.local.packing import first_rows
 
 COMPACT_FRACTION = 0.2  # drop finished rows from the decode batch once this share of it is done
 
@@ -124,9 +125,8 @@ def _decode_lean(model, prompts, prompt_ids, prompt_mask, max_new_tokens, eos_id
     device, dtype = prompt_ids.device, next(model.parameters()).dtype
     fast = LeanQwen3(model, max_positions=width + max_new_tokens)
     weights = fast.weights()
-    first_row: dict[tuple[int, ...], int] = {}
-    distinct = torch.tensor([first_row.setdefault(tuple(p), i) for i, p in enumerate(prompts)], device=device)
-    unique_rows, row_of = distinct.unique(return_inverse=True)  # row i uses prefill row row_of[i]
+    # row i of the batch uses prefilled row row_of[i]: each distinct prompt is prefilled once
+    unique_rows, row_of = first_rows([tuple(p) for p in prompts], device).unique(return_inverse=True)
     cache = KVCache(fast, n, width + max_new_tokens, prompt_mask, dtype, device)
     positions = _positions(prompt_mask)
     hidden = fast.hidden(prompt_ids[unique_rows], prompt_mask[unique_rows], positions[unique_rows],
