@@ -125,14 +125,17 @@ def calibrate(cfg: TrialConfig, trial_seconds: float) -> tuple[int, dict[str, fl
 class CpuMeter:
     """CPU seconds used by this process tree (driver, Ray daemons, workers) and by everything else.
 
-    Linux /proc: a thread samples utime+stime of every descendant every 0.25 s (a process that exits
-    loses at most its last interval); the machine's busy time comes from /proc/stat. "Others" =
+    Linux /proc: a thread samples utime+stime of every descendant every second (a process that exits
+    loses at most its last interval; at the end the trial workers are idle); the machine's busy time comes from /proc/stat. "Others" =
     machine busy - ours: the load from other jobs that the trials competed with.
     """
+
+    INTERVAL_S = 1.0  # a sample costs ~2 ms of CPU, which in (b) and (c) is taken from the trials
 
     def __init__(self):
         self.hz = os.sysconf("SC_CLK_TCK")
         self.seen: dict[int, float] = {}
+        self.roles: dict[int, str] = {}  # pid -> what it is (driver, raylet, gcs, worker, ...)
         self.stop_flag = threading.Event()
 
     @staticmethod
@@ -165,9 +168,41 @@ class CpuMeter:
         for pid in ours:
             if pid in ticks:
                 self.seen[pid] = max(self.seen.get(pid, 0), ticks[pid])
+                role = self._role(pid)  # every time: a forked worker execs, then renames itself
+                if role != "other" or pid not in self.roles:  # (an exiting process has no cmdline)
+                    self.roles[pid] = role
+
+    @staticmethod
+    def _role(pid: int) -> str:
+        if pid == os.getpid():
+            return "driver"
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            return "other"
+        exe = Path(argv[0]).name
+        if exe in ("ray::DashboardAgent", "ray::RuntimeEnvAgent"):
+            return exe[5:]
+        if exe.startswith("ray::") or any(a.endswith("default_worker.py") for a in argv[1:3]):
+            return "workers"
+        if exe in ("raylet", "gcs_server"):
+            return exe
+        script = " ".join(argv[1:3])  # python [-u] SCRIPT
+        for key, role in (("dashboard/agent.py", "dashboard agent"), ("runtime_env/agent", "runtime-env agent"),
+                          ("dashboard.py", "dashboard"), ("log_monitor.py", "log monitor"), ("monitor.py", "monitor")):
+            if script.endswith(key) or key in script:
+                return role
+        return "other"
+        for key, role in (("ray::", "workers"), ("default_worker", "workers"), ("gcs_server", "gcs"),
+                          ("raylet", "raylet"), ("dashboard/agent", "dashboard agent"),
+                          ("runtime_env/agent", "runtime-env agent"), ("dashboard.py", "dashboard"),
+                          ("log_monitor", "log monitor"), ("monitor.py", "monitor")):
+            if key in cmd:
+                return role
+        return "other"
 
     def _loop(self) -> None:
-        while not self.stop_flag.wait(0.25):
+        while not self.stop_flag.wait(self.INTERVAL_S):
             self._sample()
 
     def __enter__(self):
@@ -185,7 +220,11 @@ class CpuMeter:
         wall = time.perf_counter() - self.t0
         busy = (self._machine_busy() - self.busy0) / self.hz
         ours = sum(v - self.start_seen.get(pid, 0) for pid, v in self.seen.items()) / self.hz
-        self.result = {"cpu_ours": ours, "cpu_others": max(0.0, busy - ours), "span": wall}
+        by_role: dict[str, float] = {}
+        for pid, v in self.seen.items():
+            role = self.roles.get(pid, "other")
+            by_role[role] = by_role.get(role, 0.0) + (v - self.start_seen.get(pid, 0)) / self.hz
+        self.result = {"cpu_ours": ours, "cpu_others": max(0.0, busy - ours), "span": wall, "cpu_roles": by_role}
         return False
 
 
@@ -244,9 +283,11 @@ def start_latencies(started: dict[str, float], arrivals: dict[str, list]) -> lis
 
 
 def head_tail(t_begin: float, t_end: float, started: dict[str, float], arrivals: dict[str, list]) -> dict:
-    """head: mode start -> first trial started (ray.init, Tune set-up); tail: last result -> mode end."""
-    last = max(seq[-1][0] for seq in arrivals.values())
-    return {"head": min(started.values()) - t_begin, "tail": t_end - last}
+    """head: mode start -> first trial started (ray.init, Tune set-up); tail: last result -> mode end;
+    alone: how long the last trial ran after the one before it ended (one core idle)."""
+    ends = sorted(seq[-1][0] for seq in arrivals.values())
+    return {"head": min(started.values()) - t_begin, "tail": t_end - ends[-1],
+            "alone": ends[-1] - ends[-2] if len(ends) > 1 else 0.0}
 
 
 def mode_a(configs: list[TrialConfig]) -> dict:
@@ -372,10 +413,13 @@ def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]
 
 
 def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> None:
+    modes = [m for m in "abc" if runs.get(m)]
+
     def med(mode: str, key: str) -> float:
         return statistics.median(r[key] for r in runs[mode])
 
-    a, b, c = (med(m, "wall") for m in "abc")
+    wall = {m: med(m, "wall") for m in modes}
+    a = wall["a"]
     per_trial = statistics.median(t for r in runs["a"] for t in r["per_trial"])
     labels = {"a": "(a) sequential, one process (train x4)", "b": "(b) raw Ray Tune, 2 concurrent x 1 CPU",
               "c": "(c) sweeps.run_sweep + MLflow, 2 x 1 CPU"}
@@ -383,41 +427,50 @@ def print_table(runs: dict[str, list[dict]], n: int, steps: int, reps: int) -> N
           f"median of {reps} rep(s)")
     print(f"{'mode':42s} {'wall s':>7s} {'head s':>7s} {'start s':>8s} {'RL step s':>10s} {'gap ms':>7s} "
           f"{'tail s':>7s} {'our CPU s':>10s} {'others CPU s':>13s}")
-    for m in "abc":
+    for m in modes:
         step = statistics.median(t for r in runs[m] for t in r["step_times"])
         gaps = [g for r in runs[m] for g in r["gaps"]]
         gap = 1000 * statistics.median(gaps) if gaps else float("nan")
         others = med(m, "cpu_others")
         start = statistics.median(t for r in runs[m] for t in r["starts"])
         head, tail = (med(m, k) if m != "a" else 0.0 for k in ("head", "tail"))
-        print(f"{labels[m]:42s} {med(m, 'wall'):7.1f} {head:7.1f} {start:8.2f} {step:10.3f} {gap:7.1f} {tail:7.1f} "
+        print(f"{labels[m]:42s} {wall[m]:7.1f} {head:7.1f} {start:8.2f} {step:10.3f} {gap:7.1f} {tail:7.1f} "
               f"{med(m, 'cpu_ours'):10.1f} "
               f"{others:8.1f} ({others / med(m, 'span'):.2f} cores)")
-    print(f"{'(c)/(b)  platform over raw Tune':42s} {c / b:7.3f}   target <= 1.05")
-    print(f"{'(a)/(2*(b))  parallel efficiency, raw Tune':42s} {a / (2 * b):7.1%}   target >= 85%")
-    print(f"{'(a)/(2*(c))  parallel efficiency, platform':42s} {a / (2 * c):7.1%}")
-    print(f"{'ideal 2-core wall = (a)/2':42s} {a / 2:7.1f}   (b) +{b - a / 2:.1f}s, (c) +{c - a / 2:.1f}s over it")
-    for m in "bc":  # what the other jobs left us: 2 cores minus their average use during the mode
+    if "b" in wall and "c" in wall:
+        print(f"{'(c)/(b)  platform over raw Tune':42s} {wall['c'] / wall['b']:7.3f}   target <= 1.05")
+    for m, what in (("b", "raw Tune"), ("c", "platform")):
+        if m in wall:
+            print(f"{f'(a)/(2*({m}))  parallel efficiency, {what}':42s} {a / (2 * wall[m]):7.1%}   target >= 85%")
+    print(f"{'ideal 2-core wall = (a)/2':42s} {a / 2:7.1f}   "
+          + ", ".join(f"({m}) +{wall[m] - a / 2:.1f}s" for m in modes if m != "a") + " over it")
+    for m in modes[1:]:  # what the other jobs left us: 2 cores minus their average use during the mode
         free = max(0.05, 2 - med(m, "cpu_others") / med(m, "span"))
-        print(f"{f'({m}) efficiency on the cores left free, (a)/(free*({m}))':42s} {a / (free * med(m, 'wall')):7.1%}"
+        print(f"{f'({m}) efficiency on the cores left free, (a)/(free*({m}))':42s} {a / (free * wall[m]):7.1%}"
               f"   ({free:.2f} cores free on average)")
-    print(f"{'useful CPU share (a)/(b), (a)/(c) CPU s':42s} {med('a', 'cpu_ours') / med('b', 'cpu_ours'):7.1%}"
-          f"   {med('a', 'cpu_ours') / med('c', 'cpu_ours'):.1%}  (Ray/platform CPU cost, load-independent)")
+        print(f"{f'useful CPU share (a)/({m}) CPU s':42s} {med('a', 'cpu_ours') / med(m, 'cpu_ours'):7.1%}"
+              "   (Ray/platform CPU cost, load-independent)")
     print("head s: mode start -> first trial started (ray.init, MLflow DB, Tune set-up); tail s: last result ->")
     print("mode end (Tune/sweep wind-down); start s: median per trial from its start to its first result (step-0")
     print("evaluation) at the driver (worker start, imports, trainer set-up);")
     print("RL step s: median perf/step_time_s inside the trials; gap ms: median time per step outside rl_step")
     print("(the report round trip); our CPU s: this process tree (driver, Ray, workers); others CPU s: the rest")
-    print(f"of the machine meanwhile (other jobs), in average cores busy. ray.init: (b) {med('b', 'ray_init'):.1f}s, "
-          f"(c) {med('c', 'ray_init'):.1f}s")
-    calls = runs["c"][-1]["mlflow"]
-    total = sum(sum(v) for v in calls.values())
-    print(f"driver time in MLflow (c): {total:.1f}s; " + ", ".join(
-        f"{k.strip('_')} {len(v)}x {sum(v):.2f}s (max {max(v):.3f})" for k, v in calls.items() if v))
-    points = runs["c"][-1]["points"]
-    print(f"MLflow (c): {len(points)} child runs, reward/mean points per run {points} (steps per trial {steps})")
+    print("of the machine meanwhile (other jobs), in average cores busy. ray.init: "
+          + ", ".join(f"({m}) {med(m, 'ray_init'):.1f}s" for m in modes[1:]) + "; the last trial ran alone "
+          + ", ".join(f"({m}) {med(m, 'alone'):.1f}s" for m in modes[1:]) + " (one core idle meanwhile)")
+    for m in modes:
+        roles = runs[m][-1]["cpu_roles"]
+        print(f"CPU s by process ({m}): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1]) if v >= 0.05))
+    if "c" in runs:
+        calls = runs["c"][-1]["mlflow"]
+        total = sum(sum(v) for v in calls.values())
+        print(f"driver time in MLflow (c): {total:.1f}s; " + ", ".join(
+            f"{k.strip('_')} {len(v)}x {sum(v):.2f}s (max {max(v):.3f})" for k, v in calls.items() if v))
+        points = runs["c"][-1]["points"]
+        print(f"MLflow (c): {len(points)} child runs, reward/mean points per run {points} (steps per trial {steps})")
     if reps > 1:
-        print("all walls: " + "  ".join(f"({m}) " + ", ".join(f"{r['wall']:.1f}" for r in runs[m]) for m in "abc"))
+        print("all walls: " + "  ".join(f"({m}) " + ", ".join(f"{r['wall']:.1f}" for r in runs[m]) for m in modes))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -429,6 +482,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="supervised steps of the base (default: the preset's; --smoke: 0 = random init)")
     ap.add_argument("--smoke", action="store_true", help="~3 s trials on a random-init base")
     ap.add_argument("--keep", action="store_true", help="keep the run directory (MLflow store, Tune results)")
+    ap.add_argument("--modes", default="abc",
+                    help="which modes to run (a is always run: it is the reference), e.g. --modes ac")
     ap.add_argument("--reuse-actors", action="store_true",
                     help="(b) with TuneConfig(reuse_actors=True): one worker process per lane (what-if for the runner)")
     args = ap.parse_args(argv)
@@ -461,9 +516,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(configs)} trials ({', '.join(t.trial_id for t in spec.trials)}), {steps} steps each; "
               f"load_spec {spec_s:.2f}s (not timed below)")
 
-        runs: dict[str, list[dict]] = {"a": [], "b": [], "c": []}
+        order = "a" + "".join(m for m in "bc" if m in args.modes)
+        runs: dict[str, list[dict]] = {m: [] for m in order}
         for rep in range(args.reps):
-            for mode in ("abc" if rep % 2 == 0 else "cba"):
+            for mode in (order if rep % 2 == 0 else order[::-1]):
                 print(f"rep {rep + 1}/{args.reps} mode ({mode}) ... (load avg {os.getloadavg()[0]:.2f})", flush=True)
                 with CpuMeter() as meter:
                     if mode == "a":

@@ -6,7 +6,7 @@
   ``address=`` to join an existing cluster; per-trial resources from the spec.
 * Trials report through ``tune.report`` in batches (sweeps/trial.py; checkpoints included); the
   driver-side callback ``MlflowLogger`` is the only MLflow writer. On a new store, MLflow creates
-  its tables in a thread while Tune starts the trials (both take seconds).
+  its tables in a thread while Ray and Tune start (all take seconds).
 * ``FailureConfig(max_failures)`` retries a crashed trial from its last checkpoint; steps it
   replays are not logged twice.
 * Re-running the same command resumes: FINISHED trials (in MLflow) are skipped, interrupted ones
@@ -189,9 +189,9 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     logger = _make_logger()
     opener = None
     if options.tracking_uri is None and not (run_dir / "mlflow.db").exists():
-        # A new store: nothing is recorded, every trial runs. Ray starts first, then MLflow creates its
-        # tables while Tune starts the trial workers; the callbacks wait for the tracker if need be.
-        _init_ray(options, run_dir)
+        # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
+        # CPU) in a thread while Ray starts (mostly waiting on its daemons) and Tune starts the
+        # trial workers; the callbacks wait for the tracker if need be.
         recorded = None
 
         def open_store():
@@ -201,7 +201,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
                 logger.failure = err
 
         opener = threading.Thread(target=open_store, daemon=True)
-        opener.start()
+        opener.start()  # Ray starts at the top of the try below (a failure there ends the sweep FAILED)
     else:
         recorded = logger.tracker = SweepTracker(spec, tracking_uri, run_dir)  # before any trial
     sweep_dir = run_dir / spec.name
@@ -220,6 +220,8 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     logger.by_id, logger.progress = by_id, progress
     status = "FINISHED"
     try:
+        if opener is not None:
+            _init_ray(options, run_dir)
         search_kwargs = _search(spec, recorded)
         if spec.search and search_kwargs["num_samples"] == 0:
             pending = []  # every requested sample already FINISHED in an earlier run

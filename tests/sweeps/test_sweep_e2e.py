@@ -229,3 +229,19 @@ def test_new_store_that_cannot_be_written_fails_the_sweep(tmp_path, local_ray):
     (run_dir / "mlartifacts").write_text("a file where the artifact store should go")
     with pytest.raises(NotADirectoryError, match="mlartifacts"):
         _run(spec, run_dir, short_ray_dir())
+
+
+def test_ray_failing_to_start_on_a_new_store_leaves_no_running_runs(tmp_path, local_ray):
+    # On a new store, MLflow opens in a thread while Ray starts: a Ray failure must close the parent run.
+    spec = write_spec(tmp_path, "e2e_no_ray", seeds=(0,), variants=[{"algorithm": "grpo"}], steps=40)
+    run_dir = tmp_path / "runs"
+    not_a_dir = tmp_path / "ray_tmp"
+    not_a_dir.write_text("a file where Ray's temp dir should go")
+    with pytest.raises(FileExistsError):
+        _run(spec, run_dir, not_a_dir)
+    client = client_for(run_dir)
+    exp = client.get_experiment_by_name("e2e_no_ray")
+    runs = client.search_runs([exp.experiment_id])
+    assert [r.data.tags["role"] for r in runs] == ["parent"]
+    assert runs[0].info.status == "FAILED"
+    assert "FileExistsError" in runs[0].data.tags["error"]
