@@ -190,7 +190,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     opener = None
     if options.tracking_uri is None and not (run_dir / "mlflow.db").exists():
         # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
-        # CPU) in a thread while Ray starts (mostly waiting on its daemons) and Tune starts the
+        # CPU) in a thread while Ray starts (the driver mostly waits for its daemons) and Tune starts the
         # trial workers; the callbacks wait for the tracker if need be.
         recorded = None
 
