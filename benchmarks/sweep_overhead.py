@@ -5,6 +5,7 @@
     python benchmarks/sweep_overhead.py --trial-seconds 60 --reps 3   # longer trials, 3 alternating reps
     python benchmarks/sweep_overhead.py --steps 40      # fix the work instead of calibrating it
     python benchmarks/sweep_overhead.py --reuse-actors  # (b) reuses its 2 worker processes (a what-if)
+    python benchmarks/sweep_overhead.py --modes ac      # skip (b): only the reference and the platform
 
 Four trials (GRPO, seeds 0-3) of the built-in trainer with one fixed small config: the default
 preset (configs/trainer/local_tiny.yaml + model tiny_qwen3 + data arith) with ``trainer.steps`` set so
