@@ -105,10 +105,10 @@ class CpuMeter:
         self._sample()
         wall = time.perf_counter() - self.t0
         busy = (self._machine_busy() - self.busy0) / self.hz
-        ours = sum(v - self.start_seen.get(pid, 0) for pid, v in self.seen.items()) / self.hz
         by_role: dict[str, float] = {}
         for pid, v in self.seen.items():
             role = self.roles.get(pid, "other")
             by_role[role] = by_role.get(role, 0.0) + (v - self.start_seen.get(pid, 0)) / self.hz
+        ours = sum(by_role.values())
         self.result = {"cpu_ours": ours, "cpu_others": max(0.0, busy - ours), "span": wall, "cpu_roles": by_role}
         return False
