@@ -36,7 +36,11 @@ class LeanQwen3:
 
     @staticmethod
     def supports(model) -> bool:
-        c = getattr(model, "config", None)
+        return LeanQwen3.supports_config(getattr(model, "config", None))
+
+    @staticmethod
+    def supports_config(c) -> bool:
+        """``c``: a Hugging Face Qwen3Config or a lean_checkpoint.Qwen3Settings."""
         if c is None or getattr(c, "model_type", None) != "qwen3":
             return False
         rope = getattr(c, "rope_parameters", None) or {"rope_type": "default"}

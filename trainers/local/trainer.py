@@ -35,7 +35,7 @@ STATE_FILE = "trainer_state.pt"
 
 
 def _encode(tokenizer, text: str) -> list[int]:
-    return tokenizer(text, add_special_tokens=False).input_ids
+    return tokenizer.encode(text, add_special_tokens=False)
 
 
 def _decode(tokenizer, ids: torch.Tensor, mask: torch.Tensor) -> list[str]:

@@ -117,7 +117,7 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
             if cfg.model.path:
                 from trainers.local.model import load_policy
 
-                model, tokenizer = load_policy(cfg.model.path, device, cfg.model.dtype)
+                model, tokenizer = load_policy(cfg.model.path, device, cfg.model.dtype, lean=False)  # HF forward + save
             else:
                 tokenizer = build_char_tokenizer()
                 model = build_tiny_model(cfg.model, tokenizer, seed=BASE_INIT_SEED).to(device)
