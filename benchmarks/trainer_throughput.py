@@ -136,7 +136,7 @@ def make_trl(cfg: TrialConfig, base_dir: Path, train_problems, total_rl_steps: i
     from trl import GRPOConfig, GRPOTrainer
 
     t = cfg.trainer
-    model, tokenizer = load_policy(base_dir, torch.device("cpu"), cfg.model.dtype)
+    model, tokenizer = load_policy(base_dir, torch.device("cpu"), cfg.model.dtype, lean=False)  # TRL runs the HF module
     dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in train_problems])
 
     def reward(prompts, completions, answer, **kwargs):

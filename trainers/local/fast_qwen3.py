@@ -14,10 +14,12 @@ tied or untied head) with far fewer operators:
 * the language-model head applied only where logits are needed.
 
 It reads the module's parameters on every call (never copies them), so gradients flow to the
-Hugging Face parameters, the optimizer and checkpoints are unchanged, and the module stays
-the source of truth. ``LeanQwen3.supports(model)`` says whether a model can use it (Qwen3
-architecture, default RoPE, no biases, no attention dropout, no sliding window); other models run
-through the Hugging Face forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
+module's parameters, the optimizer and checkpoints are unchanged, and the module stays the
+source of truth. The module is a Hugging Face ``Qwen3ForCausalLM`` or, in trials that load a
+checkpoint without transformers, a lean_checkpoint.Qwen3Weights (same parameter names).
+``LeanQwen3.supports(model)`` says whether a model can use it (Qwen3 architecture, default RoPE,
+no biases, no attention dropout, no sliding window); other models run through the Hugging Face
+forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
 decoding, sampling and gradients against the Hugging Face forward.
 """
 
