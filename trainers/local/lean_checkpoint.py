@@ -2,7 +2,7 @@
 
 A trial of the local trainer only needs the policy's parameters (run by fast_qwen3.LeanQwen3)
 and a tokenizer that encodes and decodes. Importing transformers' modeling and tokenizer code
-costs ~2 CPU-seconds per trial process, which is most of a sweep's per-trial start-up on a
+costs ~1.4 CPU-seconds per trial process, a large part of a sweep's per-trial start-up on a
 laptop CPU. This module reads the same files that ``from_pretrained`` reads:
 
 * ``config.json`` -> ``Qwen3Settings``: the fields LeanQwen3 uses, named as in Hugging Face's

@@ -7,7 +7,7 @@
 * ``load_policy(path, device, dtype)`` loads any local causal-LM directory (tiny base
   checkpoints cached by warmstart.py, or a downloaded Qwen3-0.6B) with its tokenizer. A Qwen3
   with a plain ``tokenizers`` tokenizer loads without importing transformers
-  (lean_checkpoint.py: ~2 CPU-s less start-up per trial); ``lean=False`` forces the Hugging
+  (lean_checkpoint.py: ~1.4 CPU-s less start-up per trial); ``lean=False`` forces the Hugging
   Face classes (needed to run the module's own forward or to ``save_pretrained``).
 
 transformers is imported inside the functions that need it, never at module import.
@@ -16,10 +16,9 @@ transformers is imported inside the functions that need it, never at module impo
 from __future__ import annotations
 
 from pathlib import Path
-
-import torch
 from typing import TYPE_CHECKING
 
+import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
 from evaluators.tasks import VOCAB_CHARS
