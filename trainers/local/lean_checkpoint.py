@@ -31,6 +31,8 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from torch import nn
 
+from trainers.local.fast_qwen3 import LeanQwen3
+
 # Tokenizer classes whose encode/decode are exactly the tokenizers library's (no extra cleanup).
 PLAIN_TOKENIZER_CLASSES = {"TokenizersBackend", "PreTrainedTokenizerFast"}
 
@@ -154,14 +156,16 @@ def load_qwen3_weights(path: str | Path, device: torch.device, dtype: torch.dtyp
     with torch.device("meta"):
         model = Qwen3Weights(settings)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in _read_tensors(path).items()}
-    if settings.tie_word_embeddings:
-        tensors.pop("lm_head.weight", None)
-        tensors["lm_head.weight"] = tensors.get("model.embed_tokens.weight")
     expected = set(model.state_dict())
-    if set(tensors) != expected or any(v is None for v in tensors.values()):
+    if settings.tie_word_embeddings:  # the head is the embedding (some writers still store a copy)
+        tensors.pop("lm_head.weight", None)
+        expected.discard("lm_head.weight")
+    if set(tensors) != expected:
         missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
         raise ValueError(f"{path}: safetensors do not match a Qwen3 with this config.json "
                          f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    if settings.tie_word_embeddings:
+        tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
     model.load_state_dict(tensors, strict=True, assign=True)
     if settings.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
@@ -208,8 +212,6 @@ class LeanTokenizer:
 # ---- what can be loaded this way -------------------------------------------------------------
 def lean_loadable(path: str | Path) -> bool:
     """True when ``path`` holds a Qwen3 that LeanQwen3 runs and a plain ``tokenizers`` tokenizer."""
-    from trainers.local.fast_qwen3 import LeanQwen3
-
     path = Path(path)
     files = ("config.json", "tokenizer.json", "tokenizer_config.json")
     if not all((path / f).exists() for f in files):
