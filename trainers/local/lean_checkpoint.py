@@ -89,8 +89,19 @@ class _Norm(nn.Module):
         self.weight = nn.Parameter(torch.empty(width))
 
 
-def _linear(n_in: int, n_out: int) -> nn.Linear:
-    return nn.Linear(n_in, n_out, bias=False)
+class _Weight(nn.Module):
+    """A weight matrix, left uninitialised: the checkpoint fills it. (nn.Linear / nn.Embedding would
+    run their random init, which on the meta device goes through torch._refs and imports
+    torch._dynamo + sympy: ~0.8 CPU-s per trial process.)"""
+
+    def __init__(self, rows: int, cols: int, padding_idx: int | None = None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(rows, cols))
+        self.padding_idx = padding_idx  # embeddings: the row that gets no gradient, as nn.Embedding's
+
+
+def _linear(n_in: int, n_out: int) -> _Weight:
+    return _Weight(n_out, n_in)  # nn.Linear's layout: (out, in)
 
 
 class _Attention(nn.Module):
@@ -120,7 +131,7 @@ class _Layer(nn.Module):
 class _Body(nn.Module):
     def __init__(self, s: Qwen3Settings):
         super().__init__()
-        self.embed_tokens = nn.Embedding(s.vocab_size, s.hidden_size, s.pad_token_id)
+        self.embed_tokens = _Weight(s.vocab_size, s.hidden_size, s.pad_token_id)
         self.layers = nn.ModuleList(_Layer(s) for _ in range(s.num_hidden_layers))
         self.norm = _Norm(s.hidden_size)
 

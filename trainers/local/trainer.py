@@ -26,6 +26,7 @@ from trainers.api import Reporter
 from trainers.config import TrialConfig
 from trainers.local.data import load_data
 from trainers.local.model import load_policy, resolve_device
+from trainers.local.optimizer import WarmupAdamW
 from trainers.local.rollout import Rollout, sample, score
 from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import PolicyBatch, get_objective
@@ -97,10 +98,9 @@ class LocalTrainer:
         self.device = resolve_device(cfg.model.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
         self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay,
-                                     fused=self.device.type in ("cpu", "cuda"))  # one kernel for all parameters
-        warmup = max(t.warmup_steps, 1)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: min(1.0, (s + 1) / warmup))
+        self.opt = WarmupAdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay,
+                               warmup_steps=t.warmup_steps,
+                               fused=self.device.type in ("cpu", "cuda"))  # one kernel for all parameters
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.step = 0
@@ -110,7 +110,7 @@ class LocalTrainer:
         directory.mkdir(parents=True, exist_ok=True)
         torch.save({
             "step": self.step, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
-            "sched": self.sched.state_dict(), "gen": self.gen.get_state(), "rng": self.rng.getstate(),
+            "sched": self.opt.schedule_state_dict(), "gen": self.gen.get_state(), "rng": self.rng.getstate(),
             "torch_rng": torch.get_rng_state(),
         }, directory / STATE_FILE)
         return directory
@@ -118,8 +118,7 @@ class LocalTrainer:
     def load(self, directory: Path) -> None:
         state = torch.load(Path(directory) / STATE_FILE, map_location=self.device, weights_only=False)
         self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["opt"])
-        self.sched.load_state_dict(state["sched"])
+        self.opt.load_state_dict(state["opt"], state["sched"])
         self.gen.set_state(state["gen"])
         self.rng.setstate(state["rng"])
         torch.set_rng_state(state["torch_rng"])
@@ -149,13 +148,12 @@ class LocalTrainer:
             log_probs, entropy = score(self.model, mb, temperature=t.temperature)
             batch = PolicyBatch(log_probs, mb.old_log_probs, advantages[idx], mb.response_mask, entropy)
             loss, m = self.objective(batch)
-            self.opt.zero_grad(set_to_none=True)
+            self.opt.zero_grad()
             loss.backward()
             m["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
             m["actor/entropy"] = float((entropy * mb.response_mask).sum() / mb.response_mask.sum().clamp(min=1))
             m["actor/pg_loss"] = float(loss.detach())
             self.opt.step()
-            self.sched.step()
             for key, value in m.items():
                 sums[key] = sums.get(key, 0.0) + value / t.updates_per_rollout
         elapsed = time.perf_counter() - started
@@ -165,7 +163,7 @@ class LocalTrainer:
             "reward/mean": float(reward.mean()),
             "reward/answer_mean": sum(r["answer"] for r in rewards) / len(rewards),
             "reward/format_mean": sum(r["format"] for r in rewards) / len(rewards),
-            "actor/lr": self.sched.get_last_lr()[0],
+            "actor/lr": self.opt.lr,
             "perf/step_time_s": elapsed, "perf/tokens_per_s": float(lengths.sum()) / elapsed,
         })
         return metrics

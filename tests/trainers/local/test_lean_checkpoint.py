@@ -209,7 +209,9 @@ def test_trainer_runs_identically_on_either_load(monkeypatch):
     assert lean == hf
 
 
-def test_a_trial_on_a_cached_base_never_imports_transformers():
+def test_a_trial_on_a_cached_base_never_imports_transformers_or_dynamo():
+    """transformers (~1.4 CPU-s) and torch._dynamo (~0.9 CPU-s: nn init on the meta device, any
+    torch.optim optimizer) stay out of a trial process."""
     from trainers.config import load_trial_config
     from trainers.local.data import load_data
     from trainers.local.warmstart import ensure_base_checkpoint
@@ -218,6 +220,7 @@ def test_a_trial_on_a_cached_base_never_imports_transformers():
     ensure_base_checkpoint(cfg, load_data(cfg)[0], log=lambda s: None)  # built (with transformers) here if missing
     code = ("import sys; from trainers.config import load_trial_config; from trainers.local.trainer import train; "
             f"train(load_trial_config(None, {SMALL!r}), lambda *a: None, log=lambda s: None); "
-            "print('transformers' in sys.modules, 'transformers.models.qwen3' in sys.modules)")
+            "print('transformers' in sys.modules, 'transformers.models.qwen3' in sys.modules, "
+            "'torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
+    assert out.stdout.split() == ["False", "False", "False"], out.stdout + out.stderr
