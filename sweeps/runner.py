@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import traceback
@@ -65,6 +66,10 @@ def prepare_environment(run_dir: Path) -> None:
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # MLflow is the record: no Tune CSV/JSON/TensorBoard files per trial (driver CPU on every result,
+    # and Tune reads them all back at the end); Tune's "could not fetch metrics" warning is silenced below.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
     os.environ.setdefault("HF_HOME", str((run_dir / ".cache" / "huggingface").resolve()))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
