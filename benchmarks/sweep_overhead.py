@@ -20,7 +20,8 @@ same base checkpoint, same steps). The base checkpoint is built before anything 
   (a) sequential: ``trainers.local.trainer.train`` four times, back to back, in this process
       (a no-op reporter, no checkpoints): the pure work, one core.
   (b) raw Ray Tune: ``ray.init(num_cpus=2)`` + a ``tune.Tuner`` over the four configs with a function
-      trainable that calls ``train`` and ``tune.report``s every step, 1 CPU per trial, max 2 concurrent.
+      trainable that calls ``train`` and ``tune.report``s every step, 1 CPU per trial, max 2 concurrent,
+      Tune's default loggers on (the platform turns them off: MLflow is its record).
   (c) the platform: ``sweeps.runner.run_sweep(spec, RunOptions(num_cpus=2))``: the same Tune trials
       plus MLflow (sqlite, the driver logs every step of every trial as it streams in), the final
       checkpoint per trial, the progress bookkeeping; max_concurrent 2, 1 CPU per trial.
@@ -245,13 +246,21 @@ def mode_b(configs: list[TrialConfig], run_dir: Path, temp_dir: Path, reuse_acto
         run_config=tune.RunConfig(name="raw", storage_path=str(run_dir / "raw_tune"), verbose=0,
                                   callbacks=[Arrivals()]),
     )
-    grid = tuner.fit()
+    platform_setting = os.environ.get("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS")
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "0"  # raw Tune: its default CSV/JSON/TensorBoard loggers
+    try:
+        grid = tuner.fit()
+    finally:
+        if platform_setting is None:
+            del os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"]
+        else:
+            os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = platform_setting
     wall, t_end = time.perf_counter() - started, time.time()
     errors = [r.error for r in grid if r.error]
     ray.shutdown()
     if errors:
         raise RuntimeError(f"raw Tune: {len(errors)} trials failed: {errors[0]}")
-    steps = [v for r in grid for v in r.metrics_dataframe["perf/step_time_s"].dropna()]
+    steps = [step_s for seq in arrivals.values() for _, step_s in seq if step_s is not None]
     return {"wall": wall, "step_times": steps, "gaps": arrival_gaps(arrivals), "ray_init": ray_init_s,
             "starts": start_latencies(trial_started, arrivals), **head_tail(t_begin, t_end, trial_started, arrivals)}
 
