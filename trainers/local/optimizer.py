@@ -53,7 +53,8 @@ class WarmupAdamW:
         if self.fused:
             step = torch.zeros((), dtype=torch.float32, device=p.device)
         else:
-            step = torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32)
+            default = torch.get_default_dtype()
+            step = torch.tensor(0.0, dtype=torch.float64 if default == torch.float64 else torch.float32)
         return {"step": step, "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
                 "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
 

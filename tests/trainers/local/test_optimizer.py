@@ -19,8 +19,7 @@ LR, WD, WARMUP = 3e-3, 0.05, 3
 
 def _params(seed: int = 0, dtype=torch.float32) -> list[torch.nn.Parameter]:
     g = torch.Generator().manual_seed(seed)
-    return [torch.nn.Parameter(torch.randn(5, 4, generator=g).to(dtype)), torch.nn.Parameter(torch.randn(7, generator=g).to(dtype)),
-            torch.nn.Parameter(torch.randn(2, 3, generator=g).to(dtype))]
+    return [torch.nn.Parameter(torch.randn(shape, generator=g).to(dtype)) for shape in ((5, 4), (7,), (2, 3))]
 
 
 def _grads(step: int, params) -> list[torch.Tensor | None]:
@@ -120,7 +119,8 @@ def test_checkpoints_load_both_ways_and_continue_identically():
     ref, sched = _torch_pair(ref_p, fused=True)
     _continue(lambda: (ref.step(), sched.step()), ref_p, 0, 2)
     ours_p = [torch.nn.Parameter(p.detach().clone()) for p in ref_p]
-    ours = WarmupAdamW(ours_p, lr=1.0, weight_decay=0.0, warmup_steps=WARMUP, fused=True)  # hyper-parameters come from the state
+    # lr and weight decay given here are wrong on purpose: they come from the loaded state
+    ours = WarmupAdamW(ours_p, lr=1.0, weight_decay=0.0, warmup_steps=WARMUP, fused=True)
     ours.load_state_dict(_saved(ref.state_dict()), _saved(sched.state_dict()))
     _continue(lambda: (ref.step(), sched.step()), ref_p, 2, 3)
     _continue(ours.step, ours_p, 2, 3)
@@ -147,7 +147,9 @@ def test_a_state_for_other_parameters_is_refused():
 
 def test_stepping_never_imports_dynamo():
     code = ("import sys, torch; from trainers.local.optimizer import WarmupAdamW; "
-            "p = [torch.nn.Parameter(torch.ones(3))]; o = WarmupAdamW(p, lr=0.1, weight_decay=0.0, warmup_steps=1, fused=True); "
-            "p[0].grad = torch.ones(3); o.step(); o.state_dict(); print('torch._dynamo' in sys.modules, float(p[0][0]) < 1)")
+            "p = [torch.nn.Parameter(torch.ones(3))]; "
+            "o = WarmupAdamW(p, lr=0.1, weight_decay=0.0, warmup_steps=1, fused=True); "
+            "p[0].grad = torch.ones(3); o.step(); o.state_dict(); "
+            "print('torch._dynamo' in sys.modules, float(p[0][0]) < 1)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
