@@ -28,7 +28,7 @@ from plotly.offline import get_plotlyjs
 
 from dashboards import curves as cv
 from dashboards.collect import SweepData, collect
-from dashboards.tables import TableConfig, table_from_sweep
+from dashboards.tables import TableConfig, table_from_sweep, with_declared_benchmarks
 
 FORMATS = ("html", "md", "latex", "csv", "png", "svg")
 DEFAULT_CURVES = ["actor/entropy", "response_length/mean", "val/avg/acc"]
@@ -142,6 +142,7 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
                  log_to_run: str | None = None, tracking_uri: str | None = None) -> dict[str, Path]:
     """Write the report files into out_dir; return {format: path}. See the module docstring."""
     cfg = (config or ReportConfig()).validate()
+    cfg = dataclasses.replace(cfg, table=with_declared_benchmarks(data, cfg.table))  # table and curves alike
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = cfg.title or f"Sweep {data.sweep}"

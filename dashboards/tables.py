@@ -29,9 +29,10 @@ Emphasis, computed per model block and per column (benchmarks, AVG, Delta Avg), 
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -400,8 +401,39 @@ def _footnotes(chosen: list, cfg: TableConfig, params: pd.DataFrame | None) -> l
     return notes
 
 
+BENCHMARKS_PARAM = "params.data.benchmarks"
+"""The trials' configured benchmark list (built-in trainer), e.g. "['easy', 'medium', 'hard']"."""
+
+
+def declared_benchmark_order(trials: pd.DataFrame) -> list[str]:
+    """Benchmarks in the order the trials' configs list them (first appearance across trials), from
+    the ``data.benchmarks`` param; [] when no trial has a readable one."""
+    order: list[str] = []
+    for raw in trials.get(BENCHMARKS_PARAM, pd.Series(dtype=object)).dropna().unique():
+        try:
+            names = ast.literal_eval(str(raw))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(names, (list, tuple)):
+            order += [str(n) for n in names if str(n) not in order]
+    return order
+
+
+def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
+    """cfg, or without `benchmarks` set: the benchmarks logged (cfg.metric keys) in the trials'
+    configured order, then any others sorted. Unchanged when the trials declare none."""
+    declared = declared_benchmark_order(data.trials)
+    if cfg.benchmarks is not None or not declared:
+        return cfg
+    pat = _bench_pattern(cfg.metric)
+    logged = {m.group(1) for k in pd.unique(data.history["key"]) if (m := pat.match(str(k)))} - {"avg"}
+    order = [b for b in declared if b in logged]
+    return replace(cfg, benchmarks=(order + sorted(logged - set(order))) or None)
+
+
 def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
-    """Table straight from `collect(...)` output (a SweepData)."""
-    cfg = (cfg or TableConfig()).validate()
+    """Table straight from `collect(...)` output (a SweepData); benchmark columns as in
+    `with_declared_benchmarks`."""
+    cfg = with_declared_benchmarks(data, (cfg or TableConfig()).validate())
     results, scores = results_from_history(data.history, cfg)
     return build_table(results, cfg, scores=scores, params=data.trials)

@@ -123,3 +123,41 @@ def test_missing_base_names_the_field():
 def test_table_config_validation_names_field(kwargs, field):
     with pytest.raises(ValueError, match=rf"^TableConfig\.{field}:"):
         TableConfig(**kwargs).validate()
+
+
+def _declared_store(tmp_path, declared: str | None):
+    """A small store whose trials logged val/<b>/acc for hard, easy, zeta; `declared` is their
+    data.benchmarks param (as the sweep runner logs the flattened config), or none."""
+    from mlflow import MlflowClient
+
+    from dashboards.collect import collect
+    from dashboards.synthetic import METHODS, fill_store
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    fill_store(uri, "order", methods=METHODS[:2], seeds=(0,), steps=4, eval_every=2,
+               benchmarks=("hard", "easy", "zeta"))
+    data = collect("order", tracking_uri=uri)
+    if declared is not None:
+        client = MlflowClient(uri)
+        for run_id in data.trials["run_id"]:
+            client.log_param(run_id, "data.benchmarks", declared)
+        data = collect("order", tracking_uri=uri)
+    return data
+
+
+def test_columns_follow_the_trials_configured_benchmark_order(tmp_path):
+    from dashboards.report import write_report
+
+    data = _declared_store(tmp_path, "['medium', 'hard', 'easy']")  # medium: declared, never logged
+    assert table_from_sweep(data).columns[:3] == ["hard", "easy", "zeta"]  # then the undeclared ones, sorted
+    assert table_from_sweep(data, TableConfig(benchmarks=["zeta", "easy"])).columns[:2] == ["zeta", "easy"]
+    paths = write_report(data, tmp_path / "report")
+    assert paths["md"].read_text().splitlines()[0].startswith("| Method | hard | easy | zeta | AVG |")
+
+
+def test_columns_are_sorted_without_a_declared_order(tmp_path):
+    data = _declared_store(tmp_path, None)
+    assert table_from_sweep(data).columns[:3] == ["easy", "hard", "zeta"]
+    unreadable = _declared_store(tmp_path / "b", "not a list")
+    assert table_from_sweep(unreadable).columns[:3] == ["easy", "hard", "zeta"]
