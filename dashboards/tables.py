@@ -179,6 +179,12 @@ def _bench_pattern(metric: str) -> re.Pattern:
     return re.compile(f"^{re.escape(a)}([^/]+){re.escape(b)}$")
 
 
+def _benchmark_of_keys(history: pd.DataFrame, metric: str) -> dict[str, str]:
+    """{key: benchmark} of the history's keys that match `metric` (e.g. val/{benchmark}/acc), avg excluded."""
+    pat = _bench_pattern(metric)
+    return {k: m.group(1) for k in pd.unique(history["key"]) if (m := pat.match(str(k))) and m.group(1) != "avg"}
+
+
 def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-trial values from a sweep's history: (results, scores).
 
@@ -188,9 +194,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     the best config per method.
     """
     cfg.validate()
-    pat = _bench_pattern(cfg.metric)
-    keys = pd.Series(history["key"].unique(), dtype=object)
-    bench_of = {k: m.group(1) for k in keys if (m := pat.match(k)) and m.group(1) != "avg"}
+    bench_of = _benchmark_of_keys(history, cfg.metric)
     wanted = set(cfg.benchmarks) if cfg.benchmarks else set(bench_of.values())
     bench_of = {k: b for k, b in bench_of.items() if b in wanted}
     sel = cfg.select_by
@@ -212,7 +216,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     else:
         if sel_key not in wide:
             raise ValueError(f"TableConfig.select_by: metric {sel!r} was not logged; "
-                             f"logged keys: {', '.join(sorted(keys))}")
+                             f"logged keys: {', '.join(sorted(map(str, pd.unique(history['key']))))}")
         cand = wide.dropna(subset=[sel_key])
         trained = cand[cand["step"] > 0]
         cand = pd.concat([trained, cand[~cand["run_id"].isin(trained["run_id"])]])
@@ -408,15 +412,15 @@ BENCHMARKS_PARAM = "params.data.benchmarks"
 def declared_benchmark_order(trials: pd.DataFrame) -> list[str]:
     """Benchmarks in the order the trials' configs list them (first appearance across trials), from
     the ``data.benchmarks`` param; [] when no trial has a readable one."""
-    order: list[str] = []
+    names: list[str] = []
     for raw in trials.get(BENCHMARKS_PARAM, pd.Series(dtype=object)).dropna().unique():
         try:
-            names = ast.literal_eval(str(raw))
+            listed = ast.literal_eval(str(raw))
         except (ValueError, SyntaxError):
             continue
-        if isinstance(names, (list, tuple)):
-            order += [str(n) for n in names if str(n) not in order]
-    return order
+        if isinstance(listed, (list, tuple)):
+            names += [str(n) for n in listed]
+    return list(dict.fromkeys(names))
 
 
 def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
@@ -425,8 +429,7 @@ def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
     declared = declared_benchmark_order(data.trials)
     if cfg.benchmarks is not None or not declared:
         return cfg
-    pat = _bench_pattern(cfg.metric)
-    logged = {m.group(1) for k in pd.unique(data.history["key"]) if (m := pat.match(str(k)))} - {"avg"}
+    logged = set(_benchmark_of_keys(data.history, cfg.metric).values())
     order = [b for b in declared if b in logged]
     return replace(cfg, benchmarks=(order + sorted(logged - set(order))) or None)
 
