@@ -1,11 +1,24 @@
 """The trainer contract shared by every backend and by the sweep runner.
 
-    train(config: TrialConfig, report: Reporter, resume_from: Path | None, workdir: Path | None) -> dict
+    train(config: TrialConfig, report: Reporter, resume_from: Path | list[Path] | None = None,
+          workdir: Path | None = None, log=print) -> dict
     Reporter(step, metrics: dict[str, float], checkpoint_dir: Path | None)
 
 A backend calls ``report`` once per logged step with the metric names below (see
 ../shared/DESIGN.md) and, when it wrote a checkpoint at that step, the checkpoint directory.
-``resume_from`` is a directory previously passed to ``report``.
+
+``resume_from`` is a directory previously passed to ``report``, or a list of such directories
+ordered newest first. The backend resumes from the first candidate it can read completely
+(a missing, truncated, corrupt or mismatched checkpoint is skipped with a log line and the
+next older one is tried); when none is readable it logs so and starts from step 0. A bad
+newest checkpoint therefore costs the steps since the older one, never the whole trial.
+Checkpoints are loaded without unpickling arbitrary objects (``torch.load(weights_only=True)``),
+so a file planted in a run directory cannot execute code.
+
+A backend raises ``TrainingDiverged`` when training diverges (a non-finite loss, gradient
+norm or logged metric), before the offending update touches the parameters. The sweep runner
+marks such a trial FAILED and does not retry it: a retry from the last checkpoint would
+replay the same deterministic steps into the same divergence.
 """
 
 from __future__ import annotations
@@ -16,6 +29,25 @@ from typing import Callable, Protocol
 from trainers.config import TrialConfig
 
 Reporter = Callable[[int, dict, "Path | None"], None]
+# One checkpoint directory, or candidates ordered newest first (see the module docstring).
+ResumeFrom = Path | list[Path] | None
+
+
+class TrainingDiverged(RuntimeError):
+    """Training produced a non-finite value; the trial is a failure, not worth a retry.
+
+    ``step`` is the RL step being computed (1-based, as reported), ``what`` the quantity that
+    went non-finite: ``"loss"``, ``"grad_norm"`` or a logged metric name such as
+    ``"actor/entropy"``; ``value`` is that value (nan, inf or -inf).
+    """
+
+    def __init__(self, step: int, what: str, value: float = float("nan")):
+        super().__init__(f"diverged at step {step}: non-finite {what} ({value})")
+        self.step, self.what, self.value = step, what, value
+
+    def __reduce__(self):  # picklable across processes (Ray) with its attributes intact
+        return (type(self), (self.step, self.what, self.value))
+
 
 # Logged at every training step by every backend and objective.
 STEP_METRICS = (
@@ -31,8 +63,8 @@ def val_metrics(benchmarks: list[str]) -> list[str]:
 
 
 class Trainer(Protocol):
-    def __call__(self, config: TrialConfig, report: Reporter, resume_from: Path | None = None,
-                 workdir: Path | None = None) -> dict: ...
+    def __call__(self, config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
+                 workdir: Path | None = None, log: Callable[[str], None] = print) -> dict: ...
 
 
 def get_trainer(backend: str) -> Trainer:

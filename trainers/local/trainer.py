@@ -6,13 +6,21 @@ group-normalise advantages (DHPO eq. 1), then ``updates_per_rollout`` AdamW mini
 updates with the configured objective (later mini-batches are off-policy: SSPO's mu).
 Evaluation (Avg@k or greedy Pass@1 per benchmark) runs at step 0 (the base model), every
 ``eval_every`` steps and at the last step. Checkpoints hold model, optimizer, scheduler, RNG
-states and the step, so a resumed run continues bit-exactly (CPU, same thread count).
+states and the step, so a resumed run continues bit-exactly (CPU, same thread count); they are
+written atomically and loaded with weights_only=True (trainers/local/checkpoint.py), and a
+resume falls back from an unreadable checkpoint to the next older candidate.
+
+Divergence (a non-finite loss, gradient norm or logged metric) raises
+trainers.api.TrainingDiverged before the optimizer applies the offending update, so the
+parameters never hold NaN/inf and the trial ends as a failure instead of "finishing" on garbage.
 
     python -m trainers.local [CONFIG.yaml] [key=value ...] [--smoke]
 """
 
 from __future__ import annotations
 
+import math
+import os
 import random
 import time
 from pathlib import Path
@@ -22,8 +30,9 @@ import torch
 from evaluators.metrics import group_advantages
 from evaluators.rewards import compute_reward
 from evaluators.tasks import Problem
-from trainers.api import Reporter
+from trainers.api import Reporter, ResumeFrom, TrainingDiverged
 from trainers.config import TrialConfig
+from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
 from trainers.local.data import load_data
 from trainers.local.model import load_policy, resolve_device
 from trainers.local.optimizer import WarmupAdamW
@@ -32,7 +41,6 @@ from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import PolicyBatch, get_objective
 
 EVAL_CHUNK = 256  # sequences per evaluation forward batch
-STATE_FILE = "trainer_state.pt"
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -74,6 +82,13 @@ def _subset(ro: Rollout, idx: torch.Tensor) -> Rollout:
                    ro.response_mask[idx, :width], ro.old_log_probs[idx, :width])
 
 
+def _check_finite(step: int, metrics: dict[str, float]) -> None:
+    """Raise TrainingDiverged naming the first non-finite metric (floats only: no device work)."""
+    for key, value in metrics.items():
+        if not math.isfinite(value):
+            raise TrainingDiverged(step, key, value)
+
+
 def _complete_metrics(name: str, m: dict[str, float]) -> dict[str, float]:
     """Every objective logs the same clip-fraction keys: 0 where it has no such clip."""
     level = {"grpo": "token", "cispo": "token", "gmpo": "token", "gspo": "seq"}.get(name)
@@ -98,31 +113,58 @@ class LocalTrainer:
         self.device = resolve_device(cfg.model.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
         self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
-        self.opt = WarmupAdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay,
-                               warmup_steps=t.warmup_steps,
-                               fused=self.device.type in ("cpu", "cuda"))  # one kernel for all parameters
+        self.opt = self._new_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.step = 0
 
-    # ---- checkpoints -------------------------------------------------------------------
+    def _new_optimizer(self) -> WarmupAdamW:
+        t = self.cfg.trainer
+        return WarmupAdamW(self.model.parameters(), lr=t.lr, weight_decay=t.weight_decay,
+                           warmup_steps=t.warmup_steps,
+                           fused=self.device.type in ("cpu", "cuda"))  # one kernel for all parameters
+
+    # ---- checkpoints (format and safety: trainers/local/checkpoint.py) -----------------------
     def save(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        torch.save({
+        return write_state(Path(directory), {
             "step": self.step, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
             "sched": self.opt.schedule_state_dict(), "gen": self.gen.get_state(), "rng": self.rng.getstate(),
             "torch_rng": torch.get_rng_state(),
-        }, directory / STATE_FILE)
-        return directory
+        })
 
     def load(self, directory: Path) -> None:
-        state = torch.load(Path(directory) / STATE_FILE, map_location=self.device, weights_only=False)
+        """Restore a checkpoint, or raise and leave this trainer exactly as it was.
+
+        Everything is read and checked first; each piece of state is built on a fresh object
+        (optimizer, generators) that is swapped in only once all of them succeeded. Generator
+        states stay on the CPU (map_location) whatever the model's device.
+        """
+        state = read_state(Path(directory), "cpu")
+        check_model_state(self.model, state["model"])
+        check_optimizer_state(self.opt.params, state["opt"])
+        opt = self._new_optimizer()
+        opt.load_state_dict(state["opt"], state["sched"])
+        gen = torch.Generator().set_state(state["gen"])
+        rng = random.Random()
+        rng.setstate(state["rng"])
+        torch.Generator().set_state(state["torch_rng"])  # validates the global generator's state, same layout
+        # Nothing below can fail on state that passed the checks above.
         self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["opt"], state["sched"])
-        self.gen.set_state(state["gen"])
-        self.rng.setstate(state["rng"])
+        self.opt, self.gen, self.rng, self.step = opt, gen, rng, state["step"]
         torch.set_rng_state(state["torch_rng"])
-        self.step = state["step"]
+
+    def resume(self, candidates: list[Path]) -> Path | None:
+        """Load the first readable candidate (newest first); None (and step 0) when none is."""
+        for n, directory in enumerate(candidates, 1):
+            try:
+                self.load(directory)
+                return directory
+            except Exception as err:  # any unreadable candidate: missing, truncated, unsafe, mismatched
+                then = "; falling back to the next older one" if n < len(candidates) else ""
+                self.log(f"checkpoint {directory} unreadable ({_brief(err)}){then}")
+        if candidates:
+            self.log(f"no readable checkpoint among {len(candidates)} candidates; starting from step 0")
+        return None
 
     # ---- one RL step ---------------------------------------------------------------------
     def rl_step(self) -> dict[str, float]:
@@ -148,11 +190,19 @@ class LocalTrainer:
             log_probs, entropy = score(self.model, mb, temperature=t.temperature)
             batch = PolicyBatch(log_probs, mb.old_log_probs, advantages[idx], mb.response_mask, entropy)
             loss, m = self.objective(batch)
+            # Divergence checks, each on a float the step logs anyway (one host sync each), all
+            # before opt.step(): a NaN/inf loss or gradient never reaches the parameters.
+            m["actor/pg_loss"] = float(loss.detach())
+            if not math.isfinite(m["actor/pg_loss"]):
+                raise TrainingDiverged(self.step, "loss", m["actor/pg_loss"])
             self.opt.zero_grad()
             loss.backward()
+            # clip_grad_norm_ returns the pre-clip total norm: non-finite iff some gradient is.
             m["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
+            if not math.isfinite(m["actor/grad_norm"]):
+                raise TrainingDiverged(self.step, "grad_norm", m["actor/grad_norm"])
             m["actor/entropy"] = float((entropy * mb.response_mask).sum() / mb.response_mask.sum().clamp(min=1))
-            m["actor/pg_loss"] = float(loss.detach())
+            _check_finite(self.step, m)
             self.opt.step()
             for key, value in m.items():
                 sums[key] = sums.get(key, 0.0) + value / t.updates_per_rollout
@@ -166,6 +216,7 @@ class LocalTrainer:
             "actor/lr": self.opt.lr,
             "perf/step_time_s": elapsed, "perf/tokens_per_s": float(lengths.sum()) / elapsed,
         })
+        _check_finite(self.step, metrics)
         return metrics
 
     def run(self, report: Reporter, workdir: Path | None) -> dict[str, float]:
@@ -197,11 +248,26 @@ def _format(step: int, total: int, m: dict[str, float]) -> str:
     return f"step {step}/{total}  {shown}  {extra}".rstrip()
 
 
-def train(config: TrialConfig, report: Reporter, resume_from: Path | None = None,
+def _brief(err: BaseException) -> str:
+    """One line for the log, without the paragraphs of advice torch wraps weights_only errors in."""
+    boilerplate = ("Weights only load failed", "Please file an issue", "Check the documentation")
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    text = " ".join(line for line in lines if not line.startswith(boilerplate)) or " ".join(lines)
+    return f"{type(err).__name__}: {text}"[:300]
+
+
+def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
           workdir: Path | None = None, log=print) -> dict[str, float]:
-    """Run one trial of the local backend (the trainer contract of trainers/api.py)."""
+    """Run one trial of the local backend (the trainer contract of trainers/api.py).
+
+    ``resume_from``: a checkpoint directory or candidates ordered newest first; unreadable
+    ones are skipped (logged), and with none readable the run starts from step 0.
+    Raises TrainingDiverged when training diverges.
+    """
     trainer = LocalTrainer(config, log)
     if resume_from is not None:
-        trainer.load(Path(resume_from))
-        log(f"resumed from {resume_from} at step {trainer.step}")
+        candidates = [resume_from] if isinstance(resume_from, (str, os.PathLike)) else list(resume_from)
+        resumed = trainer.resume([Path(c) for c in candidates])
+        if resumed is not None:
+            log(f"resumed from {resumed} at step {trainer.step}")
     return trainer.run(report, workdir)

@@ -110,7 +110,7 @@ def _saved(state: dict) -> dict:
     buffer = io.BytesIO()
     torch.save(state, buffer)
     buffer.seek(0)
-    return torch.load(buffer, weights_only=False)
+    return torch.load(buffer, weights_only=True)  # as the trainer loads checkpoints
 
 
 def test_checkpoints_load_both_ways_and_continue_identically():
