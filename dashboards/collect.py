@@ -30,7 +30,7 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
-TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep")
+TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason")
 HISTORY_COLUMNS = ["run_id", "trial_id", "method", "config", "seed", "model", "key", "step", "value"]
 RESULT_COLUMNS = ("model", "method", "benchmark", "value")
 OPTIONAL_RESULT_COLUMNS = ("seed", "config")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import unicodedata
 
 import pandas as pd
 
@@ -26,8 +27,15 @@ _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
 
 
+def _one_line(text: str) -> str:
+    """Line breaks, tabs and other control/format characters as spaces: a name stays on its line."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(text))
+
+
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """Text as literal LaTeX: the ten special characters escaped, line breaks (which could end a
+    comment or start a paragraph) turned into spaces."""
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in _one_line(text))
 
 
 def _label(t: Table, name: str) -> str:
@@ -103,10 +111,11 @@ def to_latex(t: Table, caption: str | None = None, label: str | None = None) -> 
     out += ["\\bottomrule", "\\end{tabular}"]
     body = "\n".join(out)
     if t.footnotes:
-        body += "\n" + "\n".join("% " + n for n in t.footnotes)
+        body += "\n" + "\n".join("% " + _one_line(n) for n in t.footnotes)  # a newline would end the comment
     if caption or label:
         cap = f"\\caption{{{latex_escape(caption)}}}\n" if caption else ""
-        lab = f"\\label{{{label}}}\n" if label else ""
+        safe_label = "".join(ch for ch in _one_line(label or "") if ch not in "\\{}%")  # cannot close \label{
+        lab = f"\\label{{{safe_label}}}\n" if label else ""
         body = f"\\begin{{table}}[t]\n\\centering\n{cap}{lab}{body}\n\\end{{table}}"
     return body + "\n"
 

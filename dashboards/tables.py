@@ -438,5 +438,12 @@ def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
     """Table straight from `collect(...)` output (a SweepData); benchmark columns as in
     `with_declared_benchmarks`."""
     cfg = with_declared_benchmarks(data, (cfg or TableConfig()).validate())
-    results, scores = results_from_history(data.history, cfg)
-    return build_table(results, cfg, scores=scores, params=data.trials)
+    failed = data.trials[data.trials["status"].eq("FAILED")] if "status" in data.trials else data.trials.iloc[:0]
+    history = data.history[~data.history["run_id"].isin(set(failed["run_id"]))] if len(failed) else data.history
+    results, scores = results_from_history(history, cfg)
+    table = build_table(results, cfg, scores=scores, params=data.trials)
+    if len(failed):  # a failed trial (crash, divergence, stall) never enters a mean
+        reasons = [f"{r.trial_id} ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str)
+                   else str(r.trial_id) for r in failed.itertuples()]
+        table.footnotes.append(f"Left out: {len(failed)} FAILED trial(s): {'; '.join(reasons)}")
+    return table

@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from dashboards.cli import report_cmd, table_cmd
 from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
@@ -28,6 +29,7 @@ from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
                   no_args_is_help=True, add_completion=False)
 console = Console()
+err_console = Console(stderr=True)  # errors and interrupts go to stderr; tables and results to stdout
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
                    "base.trainer.group_size=4", "seeds=[0]"]
@@ -49,7 +51,7 @@ def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
             loaded.name = f"{loaded.name}_smoke"
         return loaded
     except SpecError as err:
-        console.print(f"[red]error:[/] {escape(str(err))}", soft_wrap=True)  # paths stay whole for copy-paste
+        err_console.print(f"[red]error:[/] {escape(str(err))}", soft_wrap=True)  # paths stay whole for copy-paste
         raise typer.Exit(2)
 
 
@@ -61,7 +63,8 @@ def print_trials(spec: SweepSpec) -> None:
         table.add_column(col)
     for t in spec.trials:
         params = ", ".join(f"{k}={v}" for k, v in t.config.algorithm.params.items())
-        table.add_row(t.trial_id, t.method, t.config.algorithm.name, params, str(t.config.seed), str(t.config.trainer.steps))
+        table.add_row(*(Text(str(x)) for x in (t.trial_id, t.method, t.config.algorithm.name, params, t.config.seed,
+                                              t.config.trainer.steps)))  # shown verbatim, never read as markup
     console.print(table)
     r = spec.resources
     console.print(f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}; "
@@ -90,14 +93,22 @@ def run(
     print_trials(loaded)
     if dry_run:
         return
+    from sweeps.interrupts import SweepInterrupted
     from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec
+    from sweeps.sweep_lock import SweepAlreadyRunning
 
     try:
         result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
                                               show_progress=not no_progress, ray_temp_dir=ray_temp_dir))
     except SpecError as err:
-        console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
+    except SweepAlreadyRunning as err:
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(3)
+    except SweepInterrupted as err:
+        err_console.print(f"sweep {loaded.name}: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(err.exit_code)
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
     console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {result.tracking_uri} "
                   f"(parent run {result.parent_run_id})")
@@ -105,7 +116,10 @@ def run(
         from sweeps.reporting import write_sweep_report
 
         write_sweep_report(loaded, result, run_dir, console)
-    if "FAILED" in result.statuses.values():
+    failed = [tid for tid, s in result.statuses.items() if s == "FAILED"]
+    if failed:
+        err_console.print(f"{len(failed)} trial(s) FAILED: {', '.join(failed)} (reasons: sweep status, or the "
+                          "failure_reason tag of each MLflow run)", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
@@ -115,11 +129,15 @@ def resume(
     overrides: Annotated[Optional[list[str]], typer.Argument(help="The same overrides as the first run.")] = None,
     run_dir: RunDir = Path("runs"),
     tracking_uri: TrackingUri = None,
-    address: Annotated[Optional[str], typer.Option("--address")] = None,
+    address: Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster.")] = None,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Resume the smoke-size sweep.")] = False,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
+    ray_temp_dir: Annotated[Optional[Path], typer.Option("--ray-temp-dir", help="Local Ray temp dir.")] = None,
 ) -> None:
     """Resume an interrupted sweep: identical to running it again (finished trials are skipped)."""
-    run(spec, overrides, dry_run=False, smoke=False, run_dir=run_dir, tracking_uri=tracking_uri, address=address,
-        no_report=False, no_progress=False, ray_temp_dir=None)
+    run(spec, overrides, dry_run=False, smoke=smoke, run_dir=run_dir, tracking_uri=tracking_uri, address=address,
+        no_report=no_report, no_progress=no_progress, ray_temp_dir=ray_temp_dir)
 
 
 @app.command()

@@ -10,11 +10,13 @@ import time
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from sweeps.spec import Trial
 
 SHOWN = ("reward/mean", "actor/entropy", "response_length/mean", "val/avg/acc")
-STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red"}
+STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red",
+         "KILLED": "yellow"}
 
 
 class LiveProgress:
@@ -51,15 +53,15 @@ class LiveProgress:
             counts[r["state"]] = counts.get(r["state"], 0) + 1
         eta = self.eta_seconds()
         summary = "  ".join(f"{k.lower()}: {v}" for k, v in sorted(counts.items()))
-        title = f"sweep {self.name}  [{summary}]  ETA {_fmt_time(eta)}"
+        title = Text(f"sweep {self.name}  [{summary}]  ETA {_fmt_time(eta)}")  # plain text: names are not markup
         table = Table(title=title, expand=False)
         for col in ("trial", "state", "step") + SHOWN:
             table.add_column(col, justify="left" if col in ("trial", "state") else "right")
-        order = {"RUNNING": 0, "FAILED": 1, "PENDING": 2, "FINISHED": 3, "SKIPPED": 4}
+        order = {"RUNNING": 0, "FAILED": 1, "KILLED": 1, "PENDING": 2, "FINISHED": 3, "SKIPPED": 4}
         for tid, r in sorted(self.rows.items(), key=lambda kv: (order[kv[1]["state"]], kv[0])):
             m = r["metrics"]
             step = self.total_steps[tid] if r["state"] in ("FINISHED", "SKIPPED") else r["step"]
-            table.add_row(tid, f"[{STYLE[r['state']]}]{r['state']}[/]", f"{step}/{self.total_steps[tid]}",
+            table.add_row(Text(tid), Text(r["state"], style=STYLE[r["state"]]), f"{step}/{self.total_steps[tid]}",
                           *[f"{m[k]:.3f}" if k in m else "" for k in SHOWN])
         return table
 
@@ -83,6 +85,8 @@ class LiveProgress:
         self.live.update(self.table())
         self.live.__exit__(*exc)
         self.live = None
+        if not self.console.is_terminal:
+            self.console.line()  # piped: the table is printed once, at the end; what follows starts a new line
 
 
 def _fmt_time(seconds: float | None) -> str:

@@ -10,6 +10,8 @@ A spec (configs/sweeps/*.yaml):
     max_concurrent: 2
     max_failures: 2                        # retries of a crashed trial, from its last checkpoint
     report_interval_s: 1.0                 # a trial sends its steps to the driver at most this often
+    stall_timeout_s: 1800                  # a trial with no step for this long is ended and retried (0 = never)
+    max_trials: 10000                      # fail before expanding a grid of more trials (variants x seeds)
     variants:                              # inside a variant a list value is a grid axis
       - {algorithm: grpo, clip: {low: 0.2, high: 0.2}}
       - {algorithm: dhpo, mixing: [averaged, entropy], clip_mode: branch}
@@ -22,7 +24,11 @@ Variant keys: ``algorithm`` (objective name), ``label`` (method name in tables),
 and dotted or nested trial-config keys (``trainer.lr``, ``{trainer: {lr: ...}}``).
 
 Trial ids are readable and stable: algorithm + the variant's values + seed, e.g.
-``dhpo-entropy-branch.s1``, ``grpo-clip0.2-0.2.s0``, ``sspo-atanlog-tn0.6-tp0.5.s2``.
+``dhpo-entropy-branch.s1``, ``grpo-clip0.2-0.2.s0``, ``sspo-atanlog-tn0.6-tp0.5.s2``; only
+``A-Za-z0-9_.+-`` (anything else becomes ``_``), at most 120 characters (a longer one keeps its
+head and gets a hash of the whole). The sweep name is 1-100 of ``A-Za-z0-9_.-``; a label at most
+60 characters, no control characters. The YAML is read safely (spec_yaml.py: no anchors/aliases,
+no duplicate keys, no ``${...}`` interpolation, no .nan/.inf) and presets stay inside configs/.
 Every error names the spec file, the key path and what was expected, before anything runs.
 """
 
@@ -32,34 +38,37 @@ import copy
 import hashlib
 import json
 import itertools
+import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sweeps.spec_errors import SpecError, unknown_key
+from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups, preset_switch, switch_preset
 from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
-from trainers.config import ConfigError, TrialConfig, apply_overrides
+from sweeps.spec_yaml import check_values, parse_override, parse_yaml, set_override
+from trainers.config import ConfigError, TrialConfig
 from trainers.objectives import OBJECTIVES
 
+__all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
+           "method_label", "resolve_spec_path", "search_trial"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFIGS_DIR = REPO_ROOT / "configs"
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
-             "report_interval_s", "variants", "search", "scheduler", "report")
+             "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report")
 TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm", "seed", "backend")
 SHORT = {"eps_low": "lo", "eps_high": "hi", "tau_pos": "tp", "tau_neg": "tn", "eps_low_token": "lot",
          "eps_high_token": "hit", "eps_low_seq": "los", "eps_high_seq": "his", "entropy_norm": "norm"}
 METHOD_NAMES = {"grpo": "GRPO", "gspo": "GSPO", "gmpo": "GMPO", "cispo": "CISPO", "sapo": "SAPO"}
-
-
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that reads ``3e-4`` as a float (YAML 1.2, as Hydra/OmegaConf do), not as a string."""
-
-
-_SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-                                  list("-+0123456789"))
+SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm")  # mappings of the trial config
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+MAX_ID = 120
+"""Longest trial id; config ids get at most MAX_ID - len('.s4294967295') characters."""
+MAX_CONFIG_ID = MAX_ID - 12
+MAX_SEED = 2**32 - 1
+MAX_LABEL = 60
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.+-]|\.{2,}")
 
 
 @dataclass
@@ -99,6 +108,8 @@ class SweepSpec:
     raw: dict[str, Any] = field(default_factory=dict)
     report_interval_s: float = 1.0
     """Seconds between a trial's reports to the driver (each carries every step since the last; 0 = every step)."""
+    stall_timeout_s: float = 1800.0
+    """A trial that reports no step for this many seconds is ended and retried from its checkpoint (0 = never)."""
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
@@ -113,35 +124,13 @@ def resolve_spec_path(name_or_path: str | Path) -> Path:
     raise SpecError(f"{name_or_path}: spec file not found (looked in the cwd and {CONFIGS_DIR / 'sweeps'}: {shipped})")
 
 
-def compose_base(defaults: list, source: str) -> dict[str, Any]:
-    """Compose configs/<group>/<name>.yaml for each default with Hydra's compose API."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
-    overrides = []
-    for i, item in enumerate(defaults or []):
-        if not isinstance(item, dict) or len(item) != 1:
-            raise SpecError(f"{source}: defaults[{i}]: expected a one-key mapping like {{trainer: local_tiny}}, got {item!r}")
-        (group, option), = item.items()
-        groups = sorted(d.name for d in CONFIGS_DIR.iterdir() if d.is_dir() and d.name != "sweeps")
-        if group not in groups:
-            raise unknown_key(f"{source}: defaults[{i}]", group, groups)
-        if not (CONFIGS_DIR / group / f"{option}.yaml").is_file():
-            options = sorted(x.stem for x in (CONFIGS_DIR / group).glob("*.yaml"))
-            raise SpecError(f"{source}: defaults[{i}].{group}: no preset {option!r}; expected one of {options}")
-        overrides.append(f"+{group}={option}")
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base=None):
-        cfg = compose(overrides=overrides)
-    return OmegaConf.to_container(cfg, resolve=True)
-
-
-def _set_dotted(target: dict, dotted: str, value: Any) -> dict:
+def _set_dotted(target: dict, dotted: str, value: Any, where: str = "config") -> dict:
     node = target
     parts = dotted.split(".")
-    for part in parts[:-1]:
+    for i, part in enumerate(parts[:-1]):
         node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise SpecError(f"{where}: {'.'.join(parts[:i + 1])}: expected a mapping to set {dotted} in, got {node!r}")
     node[parts[-1]] = value
     return target
 
@@ -161,7 +150,7 @@ def search_trial(template: Trial, values: dict[str, Any]) -> Trial:
         _set_dotted(data, key, value)
     cfg = TrialConfig.from_dict(data, source="search sample")
     suffix = "-".join(_id_part(k, round(v, 6) if isinstance(v, float) else v) for k, v in sorted(values.items()))
-    config_id = f"{template.config_id}-{suffix}"
+    config_id = _cap_id(f"{template.config_id}-{suffix}")
     return Trial(f"{config_id}.s{cfg.seed}", config_id, template.method, template.variant, cfg)
 
 
@@ -216,15 +205,30 @@ def _is_axis(key: str, value: Any) -> bool:
     return True
 
 
+def _safe_id(text: str) -> str:
+    """Only A-Za-z0-9_.+- (anything else, and runs of dots, become '_'): ids become directory names."""
+    return _UNSAFE_ID.sub("_", text) or "_"
+
+
+def _cap_id(config_id: str) -> str:
+    """At most MAX_CONFIG_ID characters: a longer id keeps its head plus a hash of the whole (stable, unique)."""
+    if len(config_id) <= MAX_CONFIG_ID:
+        return config_id
+    digest = hashlib.sha1(config_id.encode()).hexdigest()[:8]
+    return f"{config_id[:MAX_CONFIG_ID - 9]}-{digest}"
+
+
 def _id_part(key: str, value: Any) -> str:
     leaf = key.split(".")[-1]
     if isinstance(value, bool):
-        return leaf if value else f"no-{leaf}"
-    if isinstance(value, str):
-        return value.replace("/", "_")
-    if isinstance(value, list):
-        return "+".join(map(str, value))
-    return f"{SHORT.get(leaf, leaf)}{value:g}" if isinstance(value, (int, float)) else f"{leaf}{value}"
+        part = leaf if value else f"no-{leaf}"
+    elif isinstance(value, str):
+        part = value
+    elif isinstance(value, list):
+        part = "+".join(map(str, value))
+    else:
+        part = f"{SHORT.get(leaf, leaf)}{value:g}" if isinstance(value, (int, float)) else f"{leaf}{value}"
+    return _safe_id(part)
 
 
 def _fmt(value: Any) -> str:
@@ -240,8 +244,8 @@ def _config_id(name: str, pairs: list[tuple[str, Any]]) -> str:
     for key, value in pairs:
         if key == "algorithm.name" or (both and key == hi):
             continue
-        parts.append(f"clip{_fmt(value)}-{_fmt(values[hi])}" if both and key == lo else _id_part(key, value))
-    return "-".join(parts)
+        parts.append(_safe_id(f"clip{_fmt(value)}-{_fmt(values[hi])}") if both and key == lo else _id_part(key, value))
+    return _cap_id("-".join(parts))
 
 
 def method_label(cfg: TrialConfig) -> str:
@@ -256,16 +260,51 @@ def method_label(cfg: TrialConfig) -> str:
 
 
 def _absolute_paths(data: dict, base: Path) -> None:
-    """Paths are resolved against the directory `sweep run` was started in (workers may chdir)."""
+    """Paths are resolved against the directory `sweep run` was started in (workers may chdir).
+    A value of the wrong type is left alone for TrialConfig to name."""
     ws = data.setdefault("warm_start", {})
-    ws["cache_dir"] = str((base / ws.get("cache_dir", ".cache/base_models")).resolve())
-    d = data.get("data", {})
-    if d.get("train_file"):
+    if isinstance(ws, dict) and isinstance(ws.get("cache_dir", ""), str):
+        ws["cache_dir"] = str((base / ws.get("cache_dir", ".cache/base_models")).resolve())
+    d = data.get("data")
+    if isinstance(d, dict) and d.get("train_file") and isinstance(d["train_file"], str):
         d["train_file"] = str((base / d["train_file"]).resolve())
-    if d.get("eval_files"):
-        d["eval_files"] = {k: str((base / v).resolve()) for k, v in d["eval_files"].items()}
-    if data.get("model", {}).get("path"):
-        data["model"]["path"] = str((base / data["model"]["path"]).resolve())
+    if isinstance(d, dict) and isinstance(d.get("eval_files"), dict):
+        d["eval_files"] = {k: str((base / v).resolve()) if isinstance(v, str) else v for k, v in d["eval_files"].items()}
+    m = data.get("model")
+    if isinstance(m, dict) and m.get("path") and isinstance(m["path"], str):
+        m["path"] = str((base / m["path"]).resolve())
+
+
+def _check_label(label: Any, where: str) -> None:
+    bad = label is None or not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL or any(
+        unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in label)
+    if bad:
+        raise SpecError(f"{where}.label: expected a method name of 1-{MAX_LABEL} characters (spaces allowed; no "
+                        f"control characters or line breaks), got {label!r}")
+
+
+def _variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> list[list[tuple[str, list]]]:
+    """Each variant's checked axes and label; SpecError, before anything is expanded, when the grid
+    (axis lengths x seeds, summed over the variants) exceeds max_trials."""
+    all_axes, total = [], 0
+    for vi, variant in enumerate(variants):
+        where = f"{src}: variants[{vi}]"
+        axes = [(k, v) if _is_axis(k, v) else (k, [v]) for k, v in _variant_settings(variant, where)]
+        for k, v in axes:
+            if not v:
+                raise SpecError(f"{where}.{k}: empty list: a grid axis needs at least one value")
+        if "label" in variant:
+            _check_label(variant["label"], where)
+        n = math.prod(len(v) for _, v in axes) * len(seeds)
+        total += n
+        if total > max_trials:
+            shape = " x ".join(str(len(v)) for _, v in axes if len(v) > 1) or "1"
+            so_far = f"; {total} with the variants before it" if vi else ""
+            raise SpecError(f"{where}: expands to {n} trials ({shape} configuration(s) x {len(seeds)} seed(s)){so_far}, "
+                            f"more than max_trials = {max_trials}; expected a smaller grid, or raise the cap with "
+                            f"the top-level key max_trials: {total} (or the override max_trials={total})")
+        all_axes.append(axes)
+    return all_axes
 
 
 def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd: Path | None = None) -> SweepSpec:
@@ -273,56 +312,61 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     path = resolve_spec_path(name_or_path)
     src = str(path)
     try:
-        raw = yaml.load(path.read_text(), Loader=_SpecLoader)
-    except yaml.YAMLError as err:
-        raise SpecError(f"{src}: not valid YAML: {err}") from None
+        raw = parse_yaml(path.read_text(encoding="utf-8"), src)
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{src}: expected UTF-8 text ({err})") from None
     if not isinstance(raw, dict):
         raise SpecError(f"{src}: expected a mapping at the top level")
-    try:
-        apply_overrides(raw, overrides or [], source=f"{src} (command-line overrides)")
-    except ConfigError as err:
-        raise SpecError(str(err)) from None
+    check_values(raw, src)
+    for item in overrides or []:
+        key, value = parse_override(item, src)
+        group = preset_switch(key, value)  # model=qwen3_0.6b_local (base.model=... from `sweep run`)
+        if group:
+            switch_preset(raw, group, value, f"{src} (command-line override {item!r})")
+        else:
+            set_override(raw, key, value, item, src)
     for key in raw:
         if key not in SPEC_KEYS:
             raise unknown_key(src, key, SPEC_KEYS)
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\ "):
-        raise SpecError(f"{src}: name: expected a non-empty string without spaces or slashes, got {name!r}")
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
+        raise SpecError(f"{src}: name: expected 1-100 characters of letters, digits, '_', '.', '-' (starting with a "
+                        f"letter or digit, no '..'), without spaces or slashes, got {name!r}")
     seeds = raw.get("seeds", [0])
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         seeds = [seeds]
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise SpecError(f"{src}: seeds: expected a non-empty list of integers, got {seeds!r}")
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds):
+        raise SpecError(f"{src}: seeds: expected a non-empty list of integers in [0, {MAX_SEED}], got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise SpecError(f"{src}: seeds: duplicate seeds in {seeds}")
     variants = raw.get("variants")
     if not isinstance(variants, list) or not variants:
         raise SpecError(f"{src}: variants: expected a non-empty list of variants (the grid is empty)")
+    max_trials = positive_int(raw, "max_trials", 10_000, src)
+    all_axes = _variant_axes(variants, seeds, max_trials, src)
     base = compose_base(raw.get("defaults", []), src)
     if raw.get("base") is not None:
         if not isinstance(raw["base"], dict):
             raise SpecError(f"{src}: base: expected a mapping of trial-config overrides")
+        for key, value in raw["base"].items():
+            if key in SECTIONS and not isinstance(value, dict):
+                hint = (f"; to switch the {key} preset use defaults: [{{{key}: {value}}}] or the override {key}={value}"
+                        if key in preset_groups() and isinstance(value, str) else "")
+                raise SpecError(f"{src}: base.{key}: expected a mapping of {key} settings, got {value!r}{hint}")
         for key, value in _flatten(raw["base"]).items():
-            _set_dotted(base, key, value)
+            _set_dotted(base, key, value, f"{src}: base")
     resources = parse_resources(raw.get("resources", {}), src)
     max_concurrent = positive_int(raw, "max_concurrent", 2, src)
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
-    report_interval_s = raw.get("report_interval_s", 1.0)
-    if isinstance(report_interval_s, bool) or not isinstance(report_interval_s, (int, float)) or report_interval_s < 0:
-        raise SpecError(f"{src}: report_interval_s: expected a number of seconds >= 0, got {report_interval_s!r}")
+    report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
+    stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
 
     trials: list[Trial] = []
     seen: dict[str, str] = {}
-    for vi, variant in enumerate(variants):
+    for vi, (variant, axes) in enumerate(zip(variants, all_axes)):
         where = f"{src}: variants[{vi}]"
-        pairs = _variant_settings(variant, where)
-        axes = [(k, v) if _is_axis(k, v) else (k, [v]) for k, v in pairs]
-        for k, v in axes:
-            if not v:
-                raise SpecError(f"{where}.{k}: empty list: a grid axis needs at least one value")
         label = variant.get("label")
-        if label is not None and not isinstance(label, str):
-            raise SpecError(f"{where}.label: expected a string, got {label!r}")
         for combo in itertools.product(*[values for _, values in axes]):
             chosen = [(k, value) for (k, _), value in zip(axes, combo)]
             config_id = _config_id(chosen[0][1], chosen)
@@ -331,7 +375,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 if data.get("algorithm", {}).get("name") != chosen[0][1]:
                     data["algorithm"] = {"name": chosen[0][1], "params": {}}  # base params belong to another objective
                 for key, value in chosen:
-                    _set_dotted(data, key, value)
+                    _set_dotted(data, key, value, where)
                 data["seed"] = seed
                 _absolute_paths(data, cwd or Path.cwd())
                 try:
@@ -351,7 +395,8 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
             raise SpecError(f"{src}: search: expected exactly one variant without grid axes to search around, "
                             f"got {len(configs)} configurations ({sorted(configs)[:4]}...)")
         for key in search["space"]:
-            template = _set_dotted(copy.deepcopy(trials[0].config.to_dict()), key, _example(search["space"][key]))
+            template = _set_dotted(copy.deepcopy(trials[0].config.to_dict()), key, _example(search["space"][key]),
+                                   f"{src}: search.space.{key}")
             try:
                 TrialConfig.from_dict(template, source=f"{src}: search.space")
             except ConfigError as err:
@@ -359,4 +404,11 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
-                     float(report_interval_s))
+                     report_interval_s, stall_timeout_s)
+
+
+def _seconds(raw: dict, key: str, default: float, src: str) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SpecError(f"{src}: {key}: expected a number of seconds >= 0, got {value!r}")
+    return float(value)

@@ -7,6 +7,11 @@ Ray Tune results and are written in batches (``log_batch``). Re-running a sweep 
 parent and the child runs (found by tag), continues after the last logged step (no duplicated
 steps), and never re-runs a FINISHED trial.
 
+Logging is atomic per step: a flush writes whole steps only (each step's metrics end with its
+``trial/step`` marker, and a ``log_batch`` is one database transaction), so a driver killed
+mid-flush leaves every step either fully recorded or absent, and the resume (which continues
+after the last ``trial/step``) never logs a key twice at one step.
+
 Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
 """
 
@@ -21,7 +26,7 @@ from mlflow.tracking import MlflowClient
 from sweeps.spec import SpecError, SweepSpec, Trial, _flatten
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
-MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per log_batch
+MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
 
 
 def default_tracking_uri(run_dir: Path) -> str:
@@ -65,7 +70,8 @@ class SweepTracker:
             if tid:
                 out[tid] = {"run_id": r.info.run_id, "status": r.info.status,
                             "last_step": int(r.data.metrics.get("trial/step", -1)),
-                            "config_hash": r.data.tags.get("config_hash")}
+                            "config_hash": r.data.tags.get("config_hash"),
+                            "stopped_by": r.data.tags.get("stopped_by")}
         return out
 
     def check_unchanged(self, trials: list[Trial]) -> None:
@@ -78,8 +84,10 @@ class SweepTracker:
                             "so the recorded runs stay intact")
 
     def finished(self, trial: Trial) -> bool:
+        """FINISHED with every step, or ended early by the scheduler (ASHA): nothing left to run."""
         info = self.children.get(trial.trial_id)
-        return bool(info and info["status"] == "FINISHED" and info["last_step"] >= trial.config.trainer.steps)
+        return bool(info and info["status"] == "FINISHED"
+                    and (info["last_step"] >= trial.config.trainer.steps or info.get("stopped_by") == "scheduler"))
 
     def last_step(self, trial_id: str) -> int:
         info = self.children.get(trial_id)
@@ -111,28 +119,41 @@ class SweepTracker:
         if step <= info["last_step"]:
             return
         now_ms = int((time.time() if timestamp is None else timestamp) * 1000)
-        buf = self.buffers.setdefault(trial_id, [])
-        buf.extend(Metric(k, float(v), now_ms, step) for k, v in metrics.items())
-        buf.append(Metric("trial/step", float(step), now_ms, step))
+        if len(metrics) >= MAX_BATCH:
+            raise ValueError(f"{trial_id}: step {step} has {len(metrics)} metrics; at most {MAX_BATCH - 1} fit one "
+                             "atomic write")
+        # One list per step, its trial/step marker last: flush writes whole steps only.
+        self.buffers.setdefault(trial_id, []).append(
+            [Metric(k, float(v), now_ms, step) for k, v in metrics.items()] + [Metric("trial/step", float(step), now_ms, step)])
         info["last_step"] = step
         if time.time() - self.last_flush.get(trial_id, 0.0) > BATCH_SECONDS:
             self.flush(trial_id)
 
     def flush(self, trial_id: str | None = None) -> None:
+        """Write buffered steps, as many whole steps per ``log_batch`` (one transaction) as fit."""
         for tid in [trial_id] if trial_id else list(self.buffers):
-            buf = self.buffers.pop(tid, [])
+            steps = self.buffers.get(tid, [])
             run_id = self.children[tid]["run_id"]
-            for i in range(0, len(buf), MAX_BATCH):
-                self.client.log_batch(run_id, metrics=buf[i:i + MAX_BATCH])
+            while steps:
+                batch, n = [], 0
+                while n < len(steps) and len(batch) + len(steps[n]) <= MAX_BATCH:
+                    batch += steps[n]
+                    n += 1
+                self.client.log_batch(run_id, metrics=batch)
+                del steps[:n]  # only what was committed leaves the buffer
+            self.buffers.pop(tid, None)
             self.last_flush[tid] = time.time()
 
     def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
         run_id = self.children[trial_id]["run_id"]
         self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
-    def end_trial(self, trial_id: str, status: str, error: str | None = None) -> None:
+    def end_trial(self, trial_id: str, status: str, error: str | None = None, reason: str | None = None) -> None:
+        """Close a child run; a FAILED one carries ``failure_reason`` (tag) and the full ``error`` (artifact)."""
         self.flush(trial_id)
         run_id = self.children[trial_id]["run_id"]
+        if reason:
+            self.client.set_tag(run_id, "failure_reason", reason[:4000])
         if error:
             self.client.set_tag(run_id, "error", error[:4000])
             self.client.log_text(run_id, error, "error.txt")
@@ -147,7 +168,3 @@ class SweepTracker:
                 self.client.set_terminated(info["run_id"], status="KILLED")
                 info["status"] = "KILLED"
         self.client.set_terminated(self.parent_id, status=status)
-
-    def log_report(self, files: list[Path]) -> None:
-        for f in files:
-            self.client.log_artifact(self.parent_id, str(f), "report")

@@ -8,6 +8,14 @@ step: it buffers steps and sends them at most every ``report_interval_s`` second
 checkpoint and at the end. Each result carries the latest step's metrics (for Tune, ASHA and
 the progress table) and, under ``steps``, every buffered step with its own wall-clock time,
 which the driver logs to MLflow one by one.
+
+Two ways a trial ends that are not a crash:
+* ``TrainingDiverged`` from the backend (a non-finite loss or gradient): the trial sends a last
+  result carrying ``diverged`` (the reason) and returns, so Tune does not retry it (a retry from
+  the last checkpoint would diverge again); the driver marks it FAILED with that reason.
+* A stall: a watchdog thread ends the worker process when the backend has not reported a step for
+  ``stall_timeout_s``; it leaves the reason in ``<scratch>/<trial id>.stalled`` for the driver, and
+  Tune retries the trial from its last checkpoint like any crashed worker.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -24,11 +34,19 @@ from sweeps.spec import Trial, search_trial
 STEP_FILE = "STEP"  # written into every checkpoint directory: the step it holds
 
 
-def trial_payload(trial: Trial, resume_from: Path | None, scratch: Path, report_interval_s: float = 1.0) -> dict:
-    """What a Tune trial carries: the resolved config (plain data), where to resume from, how often to report."""
+def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_interval_s: float = 1.0,
+                  stall_timeout_s: float = 0.0) -> dict:
+    """What a Tune trial carries: the resolved config (plain data), the checkpoints to resume from
+    (newest first: an unreadable one falls back to the next), how often to report, the stall limit."""
     return {"trial_id": trial.trial_id, "config_id": trial.config_id, "method": trial.method, "variant": trial.variant,
             "config": trial.config.to_dict(), "scratch_dir": str(scratch),
-            "resume_from": str(resume_from) if resume_from else None, "report_interval_s": report_interval_s}
+            "resume_from": [str(p) for p in resume_from], "report_interval_s": report_interval_s,
+            "stall_timeout_s": stall_timeout_s}
+
+
+def stall_marker(scratch_dir: Path | str, trial_id: str) -> Path:
+    """Where a stalled trial's watchdog leaves the reason for the driver."""
+    return Path(scratch_dir) / f"{trial_id}.stalled"
 
 
 def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
@@ -45,10 +63,37 @@ def trial_from_tune_config(config: dict) -> Trial:
     return search_trial(trial, config["search"]) if config.get("search") else trial
 
 
-def _checkpoint_step(directory: Path | None) -> int:
-    if directory is None or not (directory / STEP_FILE).is_file():
-        return 0
-    return int((directory / STEP_FILE).read_text().strip())
+class _Watchdog:
+    """Ends this worker process when no step was reported for ``timeout_s`` (0 = off)."""
+
+    def __init__(self, timeout_s: float, marker: Path):
+        self.timeout_s, self.marker = timeout_s, marker
+        self.last = time.monotonic()
+        self.done = threading.Event()
+        if timeout_s > 0:
+            threading.Thread(target=self._watch, name="stall-watchdog", daemon=True).start()
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+
+    def _watch(self) -> None:
+        while not self.done.wait(min(self.timeout_s / 4, 5.0)):
+            idle = time.monotonic() - self.last
+            if idle > self.timeout_s:
+                reason = f"stalled: no step reported for {idle:.0f}s (stall_timeout_s={self.timeout_s:g})"
+                try:
+                    self.marker.write_text(reason)
+                except OSError:
+                    pass  # a worker that cannot see the driver's run dir: the error says 'actor died'
+                print(f"[{self.marker.stem}] {reason}; ending the worker so the trial is retried", file=sys.stderr,
+                      flush=True)
+                os._exit(75)
+
+
+def _log(line: str, startup_log: list[str]) -> None:
+    print(line, file=sys.stderr, flush=True)  # the worker's log under the Ray temp dir
+    if len(startup_log) < 20:
+        startup_log.append(line)
 
 
 def run_trial(config: dict) -> None:
@@ -56,19 +101,19 @@ def run_trial(config: dict) -> None:
     import ray
     from ray import tune
 
-    from trainers.api import get_trainer
+    from trainers.api import TrainingDiverged, get_trainer
 
     payload = config["trial"]
     cfg = trial_from_tune_config(config).config
     scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=payload["scratch_dir"]))
-    resume = None
+    # Newest first: Tune's checkpoint of this run (a retry after a crash), then earlier runs' ones.
+    resume = [Path(p) for p in payload.get("resume_from") or [] if Path(p).is_dir()]
     checkpoint = tune.get_checkpoint()
-    if checkpoint is not None:  # a retry after a crash, within this run
-        resume = Path(checkpoint.to_directory(str(scratch / "resume")))
-    elif payload.get("resume_from") and Path(payload["resume_from"]).is_dir():  # an earlier run of the sweep
-        resume = Path(payload["resume_from"])
+    if checkpoint is not None:
+        resume.insert(0, Path(checkpoint.to_directory(str(scratch / "resume"))))
     meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
-            "pid": os.getpid(), "resumed_from": _checkpoint_step(resume)}
+            "pid": os.getpid()}
+    startup_log: list[str] = []  # the backend's lines before its first step (resume, checkpoint fallbacks)
     last_val: dict[str, float] = {}
     interval = float(payload.get("report_interval_s", 0.0))
     pending: list[dict] = []  # steps not yet sent to the driver
@@ -86,16 +131,27 @@ def run_trial(config: dict) -> None:
         tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
         shutil.rmtree(checkpoint_dir, ignore_errors=True)  # Tune keeps its persisted copy
 
+    watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0),
+                         stall_marker(payload["scratch_dir"], payload["trial_id"]))
+
     def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
+        watchdog.beat()
+        if "resumed_from" not in meta:  # the first step after (re)start: step 0 is the base evaluation
+            meta["resumed_from"] = max(step - 1, 0)
+            meta["startup_log"] = " | ".join(startup_log)[-1000:]
         last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
         pending.append({"step": step, "time": time.time(), "metrics": metrics})
         if checkpoint_dir is not None or time.monotonic() - last_sent[0] >= interval:
             send(step, metrics, checkpoint_dir)
 
     try:
-        final = get_trainer(cfg.backend)(cfg, report, resume_from=resume, workdir=scratch / "checkpoints",
-                                         log=lambda s: None)
+        final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
+                                         log=lambda line: _log(line, startup_log))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
+    except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
+        last = pending[-1] if pending else {"step": err.step, "metrics": {}}
+        send(last["step"], {**last["metrics"], "diverged": str(err)}, None)
     finally:
+        watchdog.done.set()
         shutil.rmtree(scratch, ignore_errors=True)

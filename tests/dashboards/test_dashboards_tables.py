@@ -161,3 +161,22 @@ def test_columns_are_sorted_without_a_declared_order(tmp_path):
     assert table_from_sweep(data).columns[:3] == ["easy", "hard", "zeta"]
     unreadable = _declared_store(tmp_path / "b", "not a list")
     assert table_from_sweep(unreadable).columns[:3] == ["easy", "hard", "zeta"]
+
+
+def test_latex_names_stay_literal_text_on_their_line():
+    """A method label or benchmark name with line breaks or LaTeX specials cannot become live LaTeX in
+    table.tex: not in a cell, not in the header, not by ending a footnote comment line."""
+    evil = "GRPO\n\\input{/etc/passwd}\r\n\n% x\u2028y"
+    bench = "b_1 & $x$ #^~\n\\def"
+    df = pd.DataFrame({"model": "m", "method": [evil] * 4 + ["B"] * 2, "config": ["c1", "c1", "c2", "c2", "b", "b"],
+                       "benchmark": bench, "value": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "seed": [0, 1] * 3})
+    table = build_table(df, TableConfig(select_by="AVG"))
+    assert table.footnotes and any("\\input" in n for n in table.footnotes)  # the label reaches a % comment
+    tex = table.to_latex(caption="A & B\n\\input{c}", label="tab:x}\n\\input{d}")
+    for line in tex.splitlines():
+        assert "\\input" not in line or line.startswith("%"), f"live LaTeX: {line!r}"
+        assert "\\def" not in line or line.startswith("%"), f"live LaTeX: {line!r}"
+    assert "\n\n" not in tex  # no paragraph break inside the tabular
+    assert "GRPO \\textbackslash{}input\\{/etc/passwd\\}   \\% x y & " in tex
+    assert "b\\_1 \\& \\$x\\$ \\#\\^{}\\textasciitilde{} \\textbackslash{}def" in tex
+    assert "\\caption{A \\& B \\textbackslash{}input\\{c\\}}" in tex and "\\label{tab:x \\input" not in tex

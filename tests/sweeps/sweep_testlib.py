@@ -41,10 +41,31 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
 
 
 def short_ray_dir() -> Path:
-    """Ray's Unix sockets need short paths: a temp dir right under the repository."""
+    """Ray's Unix sockets need short paths: a temp dir right under the repository (removed by the
+    autouse fixture in conftest.py at the end of the test)."""
     root = REPO / ".rt"
     root.mkdir(exist_ok=True)
     return Path(tempfile.mkdtemp(dir=root))
+
+
+def short_cwd() -> Path:
+    """A working directory short enough that the CLI's defaults (runs/, runs/.ray) suit Ray's sockets:
+    the end-to-end CLI tests run the commands exactly as the README writes them, with no path flags."""
+    root = REPO / ".rt"
+    root.mkdir(exist_ok=True)
+    for n in range(1000):
+        try:
+            (root / f"c{n}").mkdir()
+            return root / f"c{n}"
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free short directory under {root}")
+
+
+def sweep_exe() -> str:
+    """The `sweep` console script of the project venv, as a user runs it."""
+    exe = REPO / ".venv" / "bin" / "sweep"
+    return str(exe) if exe.exists() else "sweep"
 
 
 def client_for(run_dir: Path) -> MlflowClient:
@@ -86,6 +107,6 @@ def sweep_command(spec: Path, run_dir: Path, ray_dir: Path) -> list[str]:
 
 
 def subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "PYTEST_"))}  # no leaks from this process
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env

@@ -99,11 +99,27 @@ def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
     assert list(empty_cwd.iterdir()) == [], "loading a spec must not create files"
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_shipped_spec_ids_are_deterministic(path):
-    a = [t.trial_id for t in load_spec(path).trials]
-    b = [t.trial_id for t in load_spec(path).trials]
-    assert a == b
+# The documented naming (algorithm, then each variant value in spec order: clip<low>-<high>, the short
+# names tn/tp/lo/hi of SHORT, strings as written), written out: ids must not change between versions.
+SHIPPED_CONFIG_IDS = {
+    "dhpo_vs_baselines": ["grpo-clip0.2-0.2", "gspo-clip0.0003-0.0004", "gmpo-clip0.4-0.4", "cispo-clip10-0.2",
+                          "dhpo-averaged-branch", "dhpo-entropy-branch"],
+    "dhpo_clip_ablation": ["dhpo-averaged-branch", "dhpo-entropy-branch", "dhpo-averaged-unified-clip0.2-0.28",
+                           "dhpo-entropy-unified-clip0.2-0.28"],
+    "sspo_temperature_grid": [f"{a}-clip{e}-{e}" for a in ("grpo", "gmpo") for e in (0.1, 0.2, 0.3)]
+    + ["sapo-tn1-tp1.05", "sapo-tn3-tp4", "sapo-tn7-tp8"]
+    + [f"sspo-{g}-{t}" for t in ("tn0.3-tp0.2", "tn0.6-tp0.5") for g in ("atanlog", "siglog", "expatan", "expsig")]
+    + ["sspo-gumbel"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_CONFIG_IDS))
+def test_shipped_spec_ids_match_the_documented_naming(name):
+    """Each configuration once per seed, in spec order, with the id the naming rule gives (written out
+    here, not recomputed: a change of the id scheme would orphan recorded MLflow runs)."""
+    spec = _shipped(CONFIGS_DIR / "sweeps" / f"{name}.yaml")
+    seeds = spec.raw.get("seeds", [0])
+    assert [t.trial_id for t in spec.trials] == [f"{c}.s{s}" for c in SHIPPED_CONFIG_IDS[name] for s in seeds]
 
 
 def test_trial_ids_do_not_depend_on_the_process(tmp_path):
@@ -385,12 +401,79 @@ MALFORMED = [
      ["mapping at the top level"]),
     ("invalid_yaml", "name: t\nvariants: [{algorithm: grpo\n",
      ["not valid YAML"]),
+    # specs cannot leak the environment or reach outside configs/
+    ("interpolation_env", "name: t\nbase: {model: {name: '${oc.env:HOME}'}}\n" + OK_VARIANTS,
+     ["base.model.name", "expected a plain value", "'${oc.env:HOME}'", "not allowed"]),
+    ("interpolation_reference", "name: t\nvariants: [{algorithm: grpo, label: '${name}'}]\n",
+     ["variants[0].label", "'${name}'", "interpolations"]),
+    ("preset_parent_dir", "name: t\ndefaults: [{model: ../trainer/local_tiny}]\n" + OK_VARIANTS,
+     ["defaults[0].model", "expected a preset name", "'../trainer/local_tiny'", "tiny_qwen3"]),
+    ("preset_absolute_path", f"name: t\ndefaults: [{{data: {CONFIGS_DIR / 'data' / 'arith'}}}]\n" + OK_VARIANTS,
+     ["defaults[0].data", "no '/', '..' or absolute path", "configs/data/", "['arith']"]),
+    ("preset_subdirectory", "name: t\ndefaults: [{trainer: sub/local_tiny}]\n" + OK_VARIANTS,
+     ["defaults[0].trainer", "expected a preset name", "'sub/local_tiny'"]),
+    ("preset_group_twice", "name: t\ndefaults: [{model: tiny_qwen3}, {model: tiny_qwen3}]\n" + OK_VARIANTS,
+     ["defaults[1].model", "already set by defaults[0]", "one preset per group"]),
+    ("preset_name_in_base", "name: t\nbase: {model: tiny_qwen3}\n" + OK_VARIANTS,
+     ["base.model", "expected a mapping of model settings", "'tiny_qwen3'", "defaults: [{model: tiny_qwen3}]"]),
+    ("preset_name_in_variant", "name: t\nvariants: [{algorithm: grpo, model: tiny_qwen3}]\n",
+     ["variants[0]", "model: expected a mapping", "'tiny_qwen3'"]),
+    ("value_then_dotted_key", "name: t\nvariants: [{algorithm: grpo, trainer: 5, trainer.lr: 0.1}]\n",
+     ["variants[0]", "trainer: expected a mapping", "got 5"]),
+    # names, labels and seeds that would become paths, markup or broken lines
+    ("bad_name_dotdot", "name: ..\n" + OK_VARIANTS,
+     ["name", "no '..'", "got '..'"]),
+    ("bad_name_markup", "name: '[red]t'\n" + OK_VARIANTS,
+     ["name", "letters, digits", "got '[red]t'"]),
+    ("bad_name_newline", 'name: "t\\nx"\n' + OK_VARIANTS,
+     ["name", "got 't\\nx'"]),
+    ("bad_name_nul", 'name: "t\\0x"\n' + OK_VARIANTS,
+     ["name", "got 't\\x00x'"]),
+    ("bad_name_too_long", f"name: {'a' * 101}\n" + OK_VARIANTS,
+     ["name", "1-100 characters"]),
+    ("label_newline", 'name: t\nvariants: [{algorithm: grpo, label: "GRPO\\n\\\\input{x}"}]\n',
+     ["variants[0].label", "no control characters or line breaks", "'GRPO\\n\\\\input{x}'"]),
+    ("label_too_long", f"name: t\nvariants: [{{algorithm: grpo, label: {'L' * 61}}}]\n",
+     ["variants[0].label", "1-60 characters"]),
+    ("seed_out_of_range", "name: t\nseeds: [0, -1]\n" + OK_VARIANTS,
+     ["seeds", "integers in [0, 4294967295]", "-1"]),
+    # YAML safety
+    ("duplicate_top_key", "name: t\nseeds: [0]\nseeds: [1]\n" + OK_VARIANTS,
+     ["seeds: duplicate key 'seeds'", "line 3", "first at line 2", "each key once"]),
+    ("duplicate_nested_key", "name: t\nvariants:\n  - {algorithm: grpo, eps_high: 0.2, eps_high: 0.28}\n",
+     ["variants[0].eps_high: duplicate key 'eps_high'", "line 3"]),
+    ("yaml_alias_bomb", "name: t\nbase:\n  data:\n    eval_files: {}\n    benchmarks: &a [lol, lol, lol, lol, lol]\n"
+     + "".join(f"    x{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 9)}]\n" for i in range(9)) + OK_VARIANTS,
+     ["base.data.benchmarks", "anchors and aliases ('&a', line 5", "not allowed"]),
+    ("yaml_merge_key", "name: t\nbase: {<<: {trainer: {steps: 5}}}\n" + OK_VARIANTS,
+     ["base: YAML merge keys ('<<', line 2", "not allowed"]),
+    ("yaml_too_deep", "name: t\nbase: " + "{a: " * 40 + "1" + "}" * 40 + "\n" + OK_VARIANTS,
+     ["base.a.a.a.a", "nested more than 32 levels"]),
+    # grid size cap, checked before expanding
+    ("grid_above_max_trials", "name: t\nvariants: [{algorithm: grpo, trainer.eval_every: [" + ", ".join(map(str, range(1, 151)))
+     + "], trainer.eval_k: [" + ", ".join(map(str, range(1, 101))) + "]}]\n",
+     ["variants[0]", "expands to 15000 trials", "150 x 100", "max_trials = 10000", "max_trials: 15000"]),
+    ("grid_total_above_max_trials", "name: t\nmax_trials: 9\nseeds: [0, 1]\n"
+     "variants: [{algorithm: grpo, eps_high: [0.2, 0.28, 0.3]}, {algorithm: gspo, eps_high: [0.2, 0.28]}]\n",
+     ["variants[1]", "expands to 4 trials", "10 with the variants before it", "max_trials = 9", "max_trials: 10"]),
+    ("max_trials_zero", "name: t\nmax_trials: 0\n" + OK_VARIANTS,
+     ["max_trials", "integer >= 1", "got 0"]),
+    # non-finite numbers
+    ("nan_value", "name: t\nvariants: [{algorithm: grpo, trainer.lr: .nan}]\n",
+     ["variants[0].trainer.lr: expected a finite number, got nan"]),
+    ("inf_value", "name: t\nbase: {trainer: {grad_clip: .inf}}\n" + OK_VARIANTS,
+     ["base.trainer.grad_clip: expected a finite number, got inf"]),
+    ("inf_string_on_an_axis", "name: t\nvariants: [{algorithm: grpo, trainer.temperature: [1.0, inf]}]\n",
+     ["variants[0].trainer.temperature[1]: expected a finite number, got 'inf'"]),
+    ("neg_inf_search_bound", "name: t\n" + OK_VARIANTS + "search: {metric: val/avg/acc, "
+     "space: {trainer.lr: {type: float, low: -.inf, high: 1.0e-2}}}\n",
+     ["search.space.trainer.lr.low: expected a finite number, got -inf"]),
 ]
 MALFORMED_IDS = [case for case, _, _ in MALFORMED]
 
 
 def test_malformed_table_is_large_enough():
-    assert len(MALFORMED) >= 12 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)
+    assert len(MALFORMED) == 60 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)  # the count the README gives
 
 
 @pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)

@@ -1,0 +1,162 @@
+"""The driver's Tune callback: trial results -> MLflow child runs, outcomes and the live table.
+
+    state = DriverState(by_id=..., progress=LiveProgress(...) or None, guard=InterruptGuard())
+    callbacks=[MlflowLogger(state)]          # state.tracker may be set later, from a thread
+
+Tune pickles its callbacks into the experiment directory (for ``Tuner.restore``, which the sweep
+does not use). Everything driver-only (the MLflow client, the rich Live table with its lock, the
+signal guard) lives in ``DriverState``, which ``MlflowLogger`` leaves out of its pickled state.
+
+Outcomes, as the runner and the report see them (``state.outcomes``: trial id -> status):
+FINISHED (all steps, or stopped early by the scheduler: tag ``stopped_by=scheduler``), FAILED
+(a crash after its retries, a divergence, a stall; tag ``failure_reason``), KILLED (set by the
+runner when the sweep is interrupted).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ray.tune import Callback
+
+from sweeps.interrupts import InterruptGuard
+from sweeps.progress import LiveProgress
+from sweeps.spec import Trial
+from sweeps.trial import stall_marker, trial_from_tune_config, unpack_steps
+from sweeps.tracking import SweepTracker
+
+LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
+TRACKER_WAIT_S = 600.0  # opening a new MLflow store takes seconds; this long means it is stuck
+
+
+@dataclass
+class DriverState:
+    by_id: dict[str, Trial] = field(default_factory=dict)
+    progress: LiveProgress | None = None
+    guard: InterruptGuard = field(default_factory=InterruptGuard)
+    tracker: SweepTracker | None = None
+    failure: BaseException | None = None  # opening the store failed (set by the opener thread)
+    outcomes: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # trial id -> why it FAILED
+    seen_meta: dict[str, str] = field(default_factory=dict)
+    scratch: Path | None = None  # where a stalled trial's watchdog leaves its reason (sweeps/trial.py)
+
+    def stall_reason(self, trial_id: str) -> str | None:
+        marker = stall_marker(self.scratch, trial_id) if self.scratch else None
+        if marker is None or not marker.is_file():
+            return None
+        reason = marker.read_text()[:500]
+        marker.unlink(missing_ok=True)
+        return reason
+
+    def wait_for_tracker(self, timeout: float = TRACKER_WAIT_S) -> SweepTracker:
+        deadline = time.monotonic() + timeout
+        while self.tracker is None:
+            if self.failure is not None:
+                raise self.failure
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the MLflow store did not open within {timeout:.0f}s")
+            time.sleep(0.01)
+        return self.tracker
+
+
+class MlflowLogger(Callback):
+    """Driver-side single writer: Tune results -> MLflow child runs, in batches."""
+
+    def __init__(self, state: DriverState):
+        self.state = state
+
+    def __getstate__(self):
+        return {"state": None}  # a pickled copy is inert: the driver's state never leaves the driver
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        if self.state is None:
+            return
+        s, t = self.state, trial_from_tune_config(trial.config)
+        if t.trial_id not in s.by_id:  # a search sample
+            s.by_id[t.trial_id] = t
+            if s.progress:
+                s.progress.add(t)
+        with s.guard.critical():
+            s.wait_for_tracker().start_trial(t)
+        if s.progress:
+            s.progress.update(t.trial_id, state="RUNNING")
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if self.state is None:
+            return
+        s, tid = self.state, _tid(trial)
+        tracker = s.wait_for_tracker()
+        steps = unpack_steps(result)
+        with s.guard.critical():
+            meta = result.get("meta", "{}")
+            if meta != s.seen_meta.get(tid):  # first result of each (re)start of the trial
+                s.seen_meta[tid] = meta
+                tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
+            for step, when, values in steps:  # every step since the trial's previous result
+                tracker.log_result(tid, step, logged_metrics(values), timestamp=when)
+            if result.get("checkpointed") or result.get("diverged"):
+                tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
+        if result.get("diverged"):
+            s.reasons[tid] = result["diverged"]
+        if s.progress and steps:
+            s.progress.update(tid, state="RUNNING", step=steps[-1][0], metrics=logged_metrics(result))
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        if self.state is None:
+            return
+        s, tid = self.state, _tid(trial)
+        tracker = s.wait_for_tracker()
+        with s.guard.critical():
+            if tid in s.reasons:  # diverged: the trial ended itself, with no retry (it would diverge again)
+                tracker.end_trial(tid, "FAILED", reason=s.reasons[tid])
+                s.outcomes[tid] = "FAILED"
+            else:
+                if tracker.last_step(tid) < s.by_id[tid].config.trainer.steps:
+                    tracker.set_tags(tid, {"stopped_by": "scheduler"})  # e.g. ASHA ended it early
+                tracker.end_trial(tid, "FINISHED")
+                s.outcomes[tid] = "FINISHED"
+        if s.progress:
+            s.progress.update(tid, state=s.outcomes[tid])
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        if self.state is None:
+            return
+        s, tid = self.state, _tid(trial)
+        error = s.stall_reason(tid) or _last_line(_error_text(trial))
+        with s.guard.critical():
+            s.wait_for_tracker().set_tags(tid, {"retries": str(trial.run_metadata.num_failures), "last_error": error})
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        if self.state is None:
+            return
+        s, tid = self.state, _tid(trial)
+        error = _error_text(trial)
+        reason = s.reasons.get(tid) or s.stall_reason(tid) or _last_line(error)
+        with s.guard.critical():
+            s.wait_for_tracker().end_trial(tid, "FAILED", error=error, reason=reason)
+        s.outcomes[tid] = "FAILED"
+        s.reasons[tid] = reason
+        if s.progress:
+            s.progress.update(tid, state="FAILED")
+
+
+def logged_metrics(values: dict) -> dict[str, float]:
+    return {k: v for k, v in values.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
+
+
+def _tid(tune_trial) -> str:
+    return trial_from_tune_config(tune_trial.config).trial_id
+
+
+def _error_text(trial) -> str:
+    has_file = trial.error_file and Path(trial.error_file).is_file()
+    return Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
+
+
+def _last_line(error: str) -> str:
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    return lines[-1][:500] if lines else "unknown error"

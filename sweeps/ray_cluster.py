@@ -1,0 +1,145 @@
+"""The Ray side of a sweep driver: process environment, starting/joining Ray, resource checks.
+
+    prepare_environment(run_dir)              # every write inside the run dir; Ray/Tune quiet
+    check_resources(spec, local_capacity(n))  # before any MLflow run: a trial that can never fit
+    init_ray(address=None, run_dir=..., temp_dir=None, num_cpus=None)
+
+Security of the local cluster: Ray's daemons (GCS, raylet, agents) listen on all interfaces and
+Ray offers no public setting to bind them to loopback. So a local cluster keeps Ray's token
+authentication on, with a fresh random token per driver passed through the environment
+(``RAY_AUTH_TOKEN``; nothing is written to ~/.ray): a client without the token is refused. A user
+who sets ``RAY_AUTH_MODE`` explicitly gets what they set. Joining an existing cluster
+(``--address``) uses the cluster's own token: ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeps.spec_errors import SpecError
+
+
+def prepare_environment(run_dir: Path) -> None:
+    """Keep every write inside the run directory and silence Ray's extras."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # Ctrl-C / SIGTERM are the driver's (sweeps/interrupts.py): Tune's own handler would end the run
+    # "gracefully" as if it had finished and print a Tuner.restore hint that is not how users resume.
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    # MLflow is the record: no Tune CSV/JSON/TensorBoard files per trial (driver CPU on every result,
+    # and Tune reads them all back at the end); Tune's "could not fetch metrics" warning is silenced below.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+    os.environ.setdefault("HF_HOME", str((run_dir / ".cache" / "huggingface").resolve()))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("MPLCONFIGDIR", str((run_dir / ".cache" / "matplotlib").resolve()))
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What the cluster can give a trial: its total CPUs and GPUs (the largest node's, per node)."""
+
+    cpus: float
+    gpus: float
+    node_cpus: float
+    node_gpus: float
+    where: str  # 'this machine' or the cluster address, for messages
+
+
+def local_capacity(num_cpus: int | None) -> Capacity:
+    """What a local ``ray.init`` will offer: the given CPU count (default all) and the visible GPUs."""
+    cpus = float(num_cpus or os.cpu_count() or 1)
+    gpus = float(_visible_gpus())
+    return Capacity(cpus, gpus, cpus, gpus, "this machine")
+
+
+def cluster_capacity(address: str) -> Capacity:
+    """Totals and the largest node of a running cluster (after ``init_ray``)."""
+    import ray
+
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    total = ray.cluster_resources()
+    return Capacity(float(total.get("CPU", 0)), float(total.get("GPU", 0)),
+                    max((float(n.get("CPU", 0)) for n in nodes), default=0.0),
+                    max((float(n.get("GPU", 0)) for n in nodes), default=0.0), f"the Ray cluster at {address}")
+
+
+def _visible_gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no usable CUDA: no GPUs
+        return 0
+
+
+def check_resources(spec, capacity: Capacity) -> None:
+    """Refuse a spec whose trials can never be scheduled (Tune would wait for them forever)."""
+    r = spec.resources
+    for key, ask, node_has in (("cpus", r.cpus, capacity.node_cpus), ("gpus", r.gpus, capacity.node_gpus)):
+        if ask > node_has:
+            raise SpecError(f"{spec.path}: resources.{key}: each trial asks for {ask:g} {key[:-1].upper()}"
+                            f"{'s' if ask != 1 else ''}, but {capacity.where} has {node_has:g} per node; "
+                            f"lower resources.{key} or run on a cluster that has them (--address)")
+
+
+# Ray puts Unix sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/plasma_store; AF_UNIX
+# paths hold at most 107 bytes, so the temp dir itself may have at most this many characters.
+MAX_RAY_TEMP_CHARS = 107 - len("/session_2026-01-01_00-00-00_000000_9999999/sockets/plasma_store")
+
+
+def local_temp_dir(run_dir: Path, temp_dir: Path | None) -> Path:
+    """The local Ray temp dir (default ``<run dir>/.ray``), refused up front when too long for Ray."""
+    temp = (temp_dir or run_dir / ".ray").resolve()
+    if len(str(temp)) > MAX_RAY_TEMP_CHARS:
+        flag = "--ray-temp-dir" if temp_dir else "--ray-temp-dir (the default is <run dir>/.ray)"
+        raise SpecError(f"Ray temp dir {temp} is {len(str(temp))} characters; Ray's Unix sockets under it allow at "
+                        f"most {MAX_RAY_TEMP_CHARS}: pass a shorter {flag}, e.g. --ray-temp-dir /tmp/ray-$USER")
+    return temp
+
+
+def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_cpus: int | None) -> None:
+    """Join ``address`` or start a local, token-protected Ray whose files stay under ``run_dir``."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, log_to_driver=False)
+        return
+    temp = local_temp_dir(run_dir, temp_dir)
+    temp.mkdir(parents=True, exist_ok=True)
+    os.environ["RAY_TMPDIR"] = str(temp)  # Ray's address file, instead of /tmp/ray
+    enable_local_token_auth()
+    capacity = local_capacity(num_cpus)
+    ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus), _temp_dir=str(temp),
+             include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def enable_local_token_auth() -> None:
+    """Token authentication for the local cluster, with a random per-driver token in the environment.
+
+    The daemons and workers inherit the environment; nothing is written to ~/.ray. Ray reads the
+    mode once per process, so its cached config is refreshed here (what Ray itself does when it
+    turns token auth on for a new local cluster).
+    """
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+        logging.getLogger(__name__).warning(
+            "RAY_AUTH_MODE=disabled: the local Ray cluster accepts unauthenticated connections on all interfaces")
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    from ray._raylet import Config
+
+    Config.initialize("")

@@ -1,0 +1,195 @@
+"""Fast tests of the sweep driver's parts, no Ray cluster: what Tune pickles, signals, atomic step
+logging on a real sqlite store, the one-writer lock, resource and temp-dir checks, the live table.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from rich.console import Console
+
+from sweeps.driver_log import DriverState, MlflowLogger
+from sweeps.interrupts import RESUME_HINT, InterruptGuard, SweepInterrupted
+from sweeps.progress import LiveProgress
+from sweeps.ray_cluster import MAX_RAY_TEMP_CHARS, Capacity, check_resources, local_temp_dir
+from sweeps.runner import _param_space, checkpoint_candidates
+from sweeps.spec import SpecError, load_spec
+from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
+from sweeps.trial import STEP_FILE, run_trial, trial_payload
+from sweeps.tracking import SweepTracker, default_tracking_uri
+from sweep_testlib import REPO, write_spec
+
+
+@pytest.fixture
+def spec(tmp_path):
+    return load_spec(write_spec(tmp_path, "driver_unit", seeds=(0, 1)))
+
+
+def test_everything_tune_serialises_pickles_with_live_progress_and_tracker(spec, tmp_path):
+    # The README's main command once crashed here: the callback carried a rich Live (a lock) into
+    # what Tune pickles. Pickle exactly what run_sweep hands Tune, with the driver state in use.
+    from ray import cloudpickle
+
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    state = DriverState(by_id={t.trial_id: t for t in spec.trials},
+                        progress=LiveProgress(spec.name, spec.trials, {}, console=Console(file=io.StringIO())))
+    state.tracker = SweepTracker(spec, default_tracking_uri(run_dir), run_dir)
+    logger = MlflowLogger(state)
+    payloads = [trial_payload(t, [], tmp_path, 1.0, 60.0) for t in spec.trials]
+    with state.progress:  # the Live table is running, as during tuner.fit()
+        for obj in (logger, run_trial, _param_space(spec, payloads), payloads):
+            cloudpickle.loads(cloudpickle.dumps(obj))
+    copy = cloudpickle.loads(cloudpickle.dumps(logger))
+    assert copy.state is None and logger.state is state  # the copy is inert; the driver's logger is intact
+    copy.on_trial_start(0, [], object())  # a restored copy never touches anything
+    state.tracker.end_sweep("FINISHED")
+
+
+def test_signal_inside_a_critical_section_waits_for_its_end():
+    guard = InterruptGuard()
+    done = []
+    with guard.installed():
+        with pytest.raises(SweepInterrupted) as caught:
+            with guard.critical():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)  # the handler ran already: it must not have raised here
+                done.append("write finished")
+    assert done == ["write finished"]
+    assert caught.value.signum == signal.SIGTERM and caught.value.exit_code == 143
+    assert RESUME_HINT in str(caught.value)
+    with guard.installed():
+        with pytest.raises(SweepInterrupted) as caught:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert caught.value.exit_code == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+class _DiesOnSecondBatch(MlflowClient):
+    """A driver killed between two log_batch calls of one flush (the second never happens)."""
+
+    calls = 0
+
+    def log_batch(self, run_id, metrics=(), **kw):
+        if metrics:
+            type(self).calls += 1
+            if type(self).calls == 2:
+                raise KeyboardInterrupt("driver killed")
+        return super().log_batch(run_id, metrics=metrics, **kw)
+
+
+def test_a_flush_interrupted_between_batches_leaves_whole_steps_and_resume_logs_each_key_once(spec, tmp_path):
+    run_dir = tmp_path / "runs"
+    run_dir.mkdir()
+    uri = default_tracking_uri(run_dir)
+    trial = spec.trials[0]
+    tracker = SweepTracker(spec, uri, run_dir)
+    _DiesOnSecondBatch.calls = 0
+    tracker.client.__class__ = _DiesOnSecondBatch
+    tracker.start_trial(trial)
+    tracker.last_flush[trial.trial_id] = float("inf")  # no timed flush: one flush of all 60 steps below
+    keys = [f"actor/k{i}" for i in range(37)]  # 38 metrics per step: 1000 is not a multiple of 38
+    values = {step: {k: step + i / 100 for i, k in enumerate(keys)} for step in range(1, 61)}
+    with pytest.raises(KeyboardInterrupt):
+        for step in range(1, 61):
+            tracker.log_result(trial.trial_id, step, values[step], timestamp=1000.0 + step)
+        tracker.flush()
+    # A new driver: it continues after the last complete step and replays the rest (as a resumed trial does).
+    again = SweepTracker(spec, uri, run_dir)
+    last = again.last_step(trial.trial_id)
+    assert 0 < last < 60 and last == 1000 // 38  # the first batch held 26 whole steps
+    for step in range(1, 61):
+        again.log_result(trial.trial_id, step, values[step], timestamp=2000.0 + step)
+    again.flush()
+    client = MlflowClient(uri)
+    run_id = again.children[trial.trial_id]["run_id"]
+    for key in ("actor/k0", "actor/k36", "trial/step"):
+        steps = [m.step for m in client.get_metric_history(run_id, key)]
+        assert sorted(steps) == list(range(1, 61)), key  # each step exactly once
+    k5 = {m.step: m.value for m in client.get_metric_history(run_id, "actor/k5")}
+    assert k5 == {step: values[step]["actor/k5"] for step in range(1, 61)}
+
+
+def test_second_driver_of_the_same_sweep_is_refused_with_the_owner(tmp_path):
+    path = tmp_path / ".locks" / "s.lock"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.path.insert(0, %r)\n"
+        "from sweeps.sweep_lock import SweepLock\n"
+        "with SweepLock(__import__('pathlib').Path(%r), 's'):\n"
+        "    print('held', flush=True); time.sleep(60)\n") % (str(REPO), str(path))],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(SweepAlreadyRunning, match=rf"already running .*pid {holder.pid} on "):
+            with SweepLock(path, "s"):
+                pass
+        with SweepLock(tmp_path / ".locks" / "other.lock", "other"):  # another sweep is not blocked
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder was killed: its lock is stale, the kernel released it, and it is taken over.
+    with SweepLock(path, "s") as lock:
+        assert f'"pid": {os.getpid()}' in lock.owner_file.read_text()
+    assert not lock.owner_file.exists()
+
+
+def test_resources_no_node_has_are_refused_naming_the_key(spec):
+    laptop = Capacity(cpus=2, gpus=0, node_cpus=2, node_gpus=0, where="this machine")
+    check_resources(spec, laptop)  # 1 CPU, 0 GPU fits
+    spec.resources.gpus = 1
+    with pytest.raises(SpecError, match=r"resources\.gpus: each trial asks for 1 GPU, but this machine has 0"):
+        check_resources(spec, laptop)
+    spec.resources.gpus, spec.resources.cpus = 0, 3
+    with pytest.raises(SpecError, match=r"resources\.cpus: each trial asks for 3 CPUs"):
+        check_resources(spec, laptop)
+    # On a cluster the largest node counts, not the total: 2 nodes of 1 GPU cannot host a 2-GPU trial.
+    spec.resources.cpus, spec.resources.gpus = 1, 2
+    with pytest.raises(SpecError, match="has 1 per node"):
+        check_resources(spec, Capacity(cpus=8, gpus=2, node_cpus=4, node_gpus=1, where="the Ray cluster at x"))
+
+
+def test_ray_temp_dir_too_long_for_unix_sockets_is_a_clear_error(tmp_path):
+    short = Path("/r") / "x"
+    assert local_temp_dir(tmp_path, short) == short
+    long_dir = Path("/" + "d" * MAX_RAY_TEMP_CHARS)
+    with pytest.raises(SpecError, match="--ray-temp-dir"):
+        local_temp_dir(tmp_path, long_dir)
+
+
+def test_checkpoint_candidates_newest_first_and_not_past_the_recorded_step(tmp_path):
+    for attempt, steps in (("attempt-1", (4, 8)), ("attempt-2", (12, 16))):
+        for step in steps:
+            d = tmp_path / attempt / "t.s0" / f"checkpoint_{step:06d}"
+            d.mkdir(parents=True)
+            (d / STEP_FILE).write_text(str(step))
+    bad = tmp_path / "attempt-2" / "t.s0" / "checkpoint_999999"
+    bad.mkdir()
+    (bad / STEP_FILE).write_text("not a step")
+    found = checkpoint_candidates(tmp_path, "t.s0", max_step=13)
+    assert [int((p / STEP_FILE).read_text()) for p in found] == [12, 8, 4]
+    assert checkpoint_candidates(tmp_path, "t.s0", max_step=3) == []
+    assert checkpoint_candidates(tmp_path, "other.s0", max_step=100) == []
+
+
+def test_live_table_shows_states_and_markup_like_ids_verbatim(spec):
+    out = io.StringIO()
+    t = spec.trials[0]
+    t.trial_id = "grpo-[/]bad[red].s0"  # rich markup in a name must be shown, not parsed
+    progress = LiveProgress(spec.name, [t, spec.trials[1]], {spec.trials[1].trial_id: "SKIPPED"},
+                            console=Console(file=out, width=200))
+    with progress:
+        progress.update(t.trial_id, state="RUNNING", step=3, metrics={"reward/mean": 0.25})
+        progress.update(t.trial_id, state="KILLED")
+    text = out.getvalue()
+    assert "grpo-[/]bad[red].s0" in text and "KILLED" in text and "SKIPPED" in text
+    assert "0.250" in text and "3/" in text
