@@ -143,6 +143,8 @@ def resume(
 @app.command()
 def status(
     spec: Annotated[str, typer.Argument(help="Sweep YAML path or name.")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="The overrides the sweep was run with.")] = None,
+    smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep.")] = False,
     run_dir: RunDir = Path("runs"),
     tracking_uri: TrackingUri = None,
 ) -> None:
@@ -151,7 +153,7 @@ def status(
 
     from sweeps.tracking import default_tracking_uri
 
-    loaded = _load(spec, [], False)
+    loaded = _load(spec, overrides or [], smoke)
     client = MlflowClient(tracking_uri or default_tracking_uri(run_dir.resolve()))
     exp = client.get_experiment_by_name(loaded.name)
     runs = {} if exp is None else {r.data.tags.get("trial_id"): r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=50_000)}
@@ -163,7 +165,7 @@ def status(
         state = r.info.status if r else "NOT STARTED"
         step = f"{int(r.data.metrics.get('trial/step', 0))}/{t.config.trainer.steps}" if r else f"0/{t.config.trainer.steps}"
         acc = f"{r.data.metrics['val/avg/acc']:.3f}" if r and "val/avg/acc" in r.data.metrics else ""
-        table.add_row(t.trial_id, state, step, acc)
+        table.add_row(Text(t.trial_id), state, step, acc)
     console.print(table)
 
 

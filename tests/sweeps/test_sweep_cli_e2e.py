@@ -89,7 +89,7 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
 
     # The report's cells are the recorded final accuracies (x100), per method and benchmark.
     with open(report_dir / "table.csv") as f:
-        rows = {row["Method"]: row for row in csv.DictReader(f)}
+        rows = {row["method"]: row for row in csv.DictReader(f)}
     for tid, method in (("grpo.s0", "GRPO"), ("dhpo-entropy.s0", "DHPO-E")):
         for bench in ("easy", "medium", "hard"):
             recorded = 100 * final_value(client, kids[tid].info.run_id, f"val/{bench}/acc")

@@ -5,6 +5,9 @@ Each ``ref_<name>`` returns ``(loss, grad, metrics)`` where loss = -J (the surro
 grad[i][t] = d loss / d log_probs[i][t] (0 on padding) and metrics the logged fractions/means.
 Gradients are derived by hand: d r / d log pi = r, d s_{i,t} / d log pi_{i,t} = s_i (DHPO eq. 5),
 so a token's gradient is its (modulated) ratio times A times the aggregation weight.
+For the objectives with a stop-gradient (STOP_GRADIENT) ``reference(..., frozen=batch)`` evaluates
+the stop-gradient parts at ``batch``: the surrogate whose slope is the gradient (finite-difference
+checks in test_objectives_golden.py and test_objectives_gradcheck.py).
 
 The golden case (``GOLDEN_INPUTS``, B=3, T=4, right-padded) and the option grid
 (``GOLDEN_CASES``) are shared by make_golden.py and test_objectives_golden.py.
@@ -136,21 +139,39 @@ def ref_grpo(inp, eps_low=0.2, eps_high=0.2, agg="seq-mean-token-mean"):
     return loss, grad, m
 
 
-def ref_gspo(inp, eps_low=3e-4, eps_high=4e-4, agg="seq-mean-token-mean"):
-    """DHPO eq. 4-6 with the token-wise s_{i,t} of eq. 5 (value s_i, gradient s_i d log pi)."""
+def _seq_ratios(inp, frozen):
+    """s_{i,t} of DHPO eq. 5, sg[s_i] * pi(o_{i,t}) / sg[pi(o_{i,t})], with the stop-gradient
+    parts evaluated at ``frozen`` (default ``inp``: then every s_{i,t} is exactly s_i of eq. 4)."""
+    base = inp if frozen is None else frozen
+    idx, u_sg, lp, lp_sg = _valid(inp["response_mask"]), _common(base)[1], inp["log_probs"], base["log_probs"]
+    out = _zeros(inp["response_mask"])
+    for i, ts in enumerate(idx):
+        if ts:
+            s_sg = math.exp(sum(u_sg[i][t] for t in ts) / len(ts))  # sg[s_i], eq. 4
+            for t in ts:
+                out[i][t] = s_sg * math.exp(lp[i][t] - lp_sg[i][t])
+    return out
+
+
+def ref_gspo(inp, eps_low=3e-4, eps_high=4e-4, agg="seq-mean-token-mean", frozen=None):
+    """DHPO eq. 4-6 with the token-wise s_{i,t} of eq. 5 (value s_i, gradient s_i d log pi).
+
+    ``frozen``: the batch at which sg[s_i] and sg[pi] of eq. 5 are evaluated (default ``inp``).
+    """
     idx, u, n, m = _common(inp)
     c, adv = _token_weights(inp["response_mask"], agg), inp["advantages"]
+    s_tok = _seq_ratios(inp, frozen)
     lo, hi = 1 - eps_low, 1 + eps_high
     loss, grad, k_hi, k_lo = 0.0, _zeros(inp["response_mask"]), 0, 0
     for i, ts in enumerate(idx):
         if not ts:
             continue
         A = adv[i]
-        s = math.exp(sum(u[i][t] for t in ts) / len(ts))  # eq. 4
-        unclipped, clipped = s * A, _clip(s, lo, hi) * A
+        s = math.exp(sum(u[i][t] for t in ts) / len(ts))  # eq. 4 (for the clip fractions)
         for t in ts:
+            unclipped, clipped = s_tok[i][t] * A, _clip(s_tok[i][t], lo, hi) * A
             loss -= c[i][t] * min(unclipped, clipped)
-            grad[i][t] = -c[i][t] * (0.0 if clipped < unclipped else s * A)
+            grad[i][t] = -c[i][t] * (0.0 if clipped < unclipped else s_tok[i][t] * A)
         k_hi += len(ts) * (A > 0 and s > hi)
         k_lo += len(ts) * (A < 0 and s < lo)
     m.update({"actor/pg_clipfrac": (k_hi + k_lo) / n, "actor/pg_clipfrac_high": k_hi / n,
@@ -189,16 +210,21 @@ def ref_gmpo(inp, eps_low=0.4, eps_high=0.4, clip_in_log_space=False, agg="seq-m
     return loss, grad, m
 
 
-def ref_cispo(inp, eps_low=10.0, eps_high=0.2, agg="seq-mean-token-mean"):
-    """MiniMax-M1: sg[clip(r)] A log pi; every token keeps the gradient clip(r) A."""
+def ref_cispo(inp, eps_low=10.0, eps_high=0.2, agg="seq-mean-token-mean", frozen=None):
+    """MiniMax-M1: sg[clip(r)] A log pi; every token keeps the gradient clip(r) A.
+
+    ``frozen``: the batch at which the stop-gradient weight sg[clip(r)] is evaluated (default
+    ``inp``); with it the loss is the surrogate whose slope in log pi is the gradient above.
+    """
     idx, u, n, m = _common(inp)
+    u_sg = u if frozen is None else _common(frozen)[1]
     c, adv, lp = _token_weights(inp["response_mask"], agg), inp["advantages"], inp["log_probs"]
     lo, hi = 1 - eps_low, 1 + eps_high
     loss, grad, k_hi, k_lo = 0.0, _zeros(inp["response_mask"]), 0, 0
     for i, ts in enumerate(idx):
         for t in ts:
             r = math.exp(u[i][t])
-            weight = _clip(r, lo, hi)
+            weight = _clip(math.exp(u_sg[i][t]), lo, hi)  # sg[clip(r)]
             loss -= c[i][t] * weight * adv[i] * lp[i][t]
             grad[i][t] = -c[i][t] * weight * adv[i]
             k_hi += r > hi
@@ -289,11 +315,15 @@ def dhpo_weights(inp, mixing, entropy_norm):
 
 def ref_dhpo(inp, mixing="averaged", clip_mode="branch", entropy_norm="batch", eps_low_token=0.2,
              eps_high_token=0.28, eps_low_seq=0.2, eps_high_seq=0.28, eps_low=0.2, eps_high=0.28,
-             agg="seq-mean-token-mean"):
-    """DHPO eq. 7-11; gradient eq. 12: m A d log pi where the unclipped term wins the min."""
+             agg="seq-mean-token-mean", frozen=None):
+    """DHPO eq. 7-11; gradient eq. 12: m A d log pi where the unclipped term wins the min.
+
+    ``frozen``: the batch at which sg[s_i] and sg[pi] of eq. 5 are evaluated (default ``inp``).
+    """
     idx, u, n, m = _common(inp)
     c, adv = _token_weights(inp["response_mask"], agg), inp["advantages"]
     w = dhpo_weights(inp, mixing, entropy_norm)
+    s_tok = _seq_ratios(inp, frozen)
     lo_t, hi_t, lo_s, hi_s = 1 - eps_low_token, 1 + eps_high_token, 1 - eps_low_seq, 1 + eps_high_seq
     lo_u, hi_u = 1 - eps_low, 1 + eps_high
     loss, grad = 0.0, _zeros(inp["response_mask"])
@@ -303,9 +333,8 @@ def ref_dhpo(inp, mixing="averaged", clip_mode="branch", entropy_norm="batch", e
         if not ts:
             continue
         A = adv[i]
-        s = math.exp(sum(u[i][t] for t in ts) / len(ts))
         for t in ts:
-            r, wt = math.exp(u[i][t]), w[i][t]
+            r, wt, s = math.exp(u[i][t]), w[i][t], s_tok[i][t]
             mix = wt * r + (1 - wt) * s  # eq. 8
             if clip_mode == "branch":  # eq. 11
                 mix_c = wt * _clip(r, lo_t, hi_t) + (1 - wt) * _clip(s, lo_s, hi_s)
@@ -339,6 +368,21 @@ REFERENCES = {"grpo": ref_grpo, "gspo": ref_gspo, "gmpo": ref_gmpo, "cispo": ref
               "sapo": ref_sapo, "sspo": ref_sspo, "dhpo": ref_dhpo}
 
 
-def reference(name: str, params: dict, inp: dict = GOLDEN_INPUTS):
-    """(loss, grad, metrics) of objective ``name`` with ``params`` on the nested-list batch ``inp``."""
-    return REFERENCES[name](inp, **params)
+# Objectives with a stop-gradient inside their loss value: their gradient (the one the papers
+# define and the library's autograd gives) is not the slope of their loss value, but the slope of
+# the value with the stop-gradient parts held at the evaluation point (``frozen=``).
+#   cispo: sg[clip(r)] is a constant weight on log pi (MiniMax-M1);
+#   gspo, dhpo: s_{i,t} = sg[s_i] pi(o_{i,t}) / sg[pi(o_{i,t})] (DHPO eq. 5) moves only with its own token.
+STOP_GRADIENT = ("cispo", "gspo", "dhpo")
+
+
+def reference(name: str, params: dict, inp: dict = GOLDEN_INPUTS, frozen: dict | None = None):
+    """(loss, grad, metrics) of objective ``name`` with ``params`` on the nested-list batch ``inp``.
+
+    ``frozen`` (STOP_GRADIENT objectives only): evaluate the stop-gradient parts at this batch.
+    """
+    if frozen is None:
+        return REFERENCES[name](inp, **params)
+    if name not in STOP_GRADIENT:
+        raise ValueError(f"{name} has no stop-gradient part to freeze")
+    return REFERENCES[name](inp, **params, frozen=frozen)

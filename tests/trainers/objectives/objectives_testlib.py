@@ -5,11 +5,15 @@ Imported by the sibling test_objectives_*.py files (pytest puts this folder on s
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import itertools
 import math
+import re
 
 import torch
 
-from trainers.objectives import PolicyBatch, get_objective
+from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
 
 AGGS = ("seq-mean-token-mean", "token-mean")
 GATES = ("atanlog", "siglog", "expatan", "expsig", "gumbel")
@@ -29,6 +33,42 @@ OPTIONS: list[tuple[str, dict]] = [
     *[("dhpo", {"mixing": m, "clip_mode": c, "entropy_norm": n})
       for m in ("averaged", "entropy") for c in ("branch", "unified") for n in ("batch", "sequence")],
 ]
+
+
+# ---- the discrete options of every registered objective, read from the registry ----
+
+DEFAULTS = {name: {f.name: f.default for f in dataclasses.fields(spec.params_cls)} for name, spec in OBJECTIVES.items()}
+
+
+def discrete_options(name):
+    """{field: every allowed value} for each bool / choice field of the objective's params (not agg).
+
+    Choices are read from the registry's own validation message ("expected one of [...]"), so a
+    new gate / mixing / mode, or a new objective, shows up here without editing the tests.
+    Numeric fields (eps, tau) are continuous and not listed.
+    """
+    out = {}
+    for f in dataclasses.fields(OBJECTIVES[name].params_cls):
+        if f.name == "agg":
+            continue
+        if isinstance(f.default, bool):
+            out[f.name] = [False, True]
+        elif isinstance(f.default, str):
+            try:
+                get_objective(name, **{f.name: "\0not-an-option"})
+            except ValueError as err:
+                found = re.search(r"expected one of (\[.*?\])", str(err))
+                assert found, f"{name}.{f.name}: cannot read the allowed values from {err}"
+                out[f.name] = list(ast.literal_eval(found.group(1)))
+            else:
+                raise AssertionError(f"{name}.{f.name}: a free-form string option; teach discrete_options about it")
+    return out
+
+
+def variant_grid(name):
+    """Every combination of the objective's discrete options, as a list of params dicts."""
+    opts = discrete_options(name)
+    return [dict(zip(opts, values)) for values in itertools.product(*opts.values())]
 
 
 def configs(aggs=AGGS):

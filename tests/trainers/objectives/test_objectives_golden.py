@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from objectives_reference import GOLDEN_CASES, GOLDEN_INPUTS, reference
-from objectives_testlib import evaluate, golden_tensors
+from objectives_reference import GOLDEN_CASES, GOLDEN_INPUTS, REFERENCES, STOP_GRADIENT, reference
+from objectives_testlib import DEFAULTS, evaluate, golden_tensors, variant_grid
+from trainers.objectives import AGG_MODES, OBJECTIVES
 
 GOLDEN = json.loads((Path(__file__).with_name("golden_values.json")).read_text())
 IDS = [case_id for case_id, _, _ in GOLDEN_CASES]
@@ -76,29 +77,53 @@ def test_library_float32_matches_json(case_id):
 
 
 # ---- the reference is self-consistent: its hand-derived gradient is the slope of its value ----
+# ---- (of the value with the stop-gradient parts frozen, for objectives that have one)      ----
 
-# Objectives whose loss value is a function of log pi whose gradient is the hand-derived one.
-# (CISPO's value has a stop-gradient weight; DHPO's token-wise s_{i,t} with varying w and GSPO's
-# with token-mean weights give a gradient different from the value's slope, by design.)
-FD_IDS = [i for i in IDS if i.split("/")[0] in ("grpo", "gmpo", "sapo", "sspo")
-          or i.startswith("gspo/") and i.endswith("seq-mean-token-mean")
-          or i.startswith("dhpo/averaged-") and "unified" not in i and i.endswith("seq-mean-token-mean")]
+# Every case is checked (every objective x aggregation x option of GOLDEN_CASES). The slope is
+# taken of the right function:
+#   * grpo, gmpo, sapo, sspo have no stop-gradient: the slope of the loss value itself;
+#   * cispo, gspo, dhpo (STOP_GRADIENT) do: their gradient is by definition the slope of the value
+#     with the stop-gradient parts held at the golden point (``frozen=GOLDEN_INPUTS``):
+#     - CISPO's loss is sg[clip(r)] A log pi; the slope of its value would add
+#       d clip(r)/d log pi * A * log pi, which the stop-gradient removes on purpose;
+#     - GSPO/DHPO use s_{i,t} = sg[s_i] pi/sg[pi] (DHPO eq. 5): moving log pi_{i,t} moves only
+#       token t's s_{i,t} (by its own factor), not the s_i of every token of the response.
+#       (For GSPO both slopes agree, as the aggregation weight is the same for all tokens of a
+#       response; for DHPO with token-varying w or per-token clipping they do not.)
+#   The frozen surrogate equals the value at the golden point itself (checked below), so it is
+#   the same function, only with the stop-gradient honoured.
 
 
-@pytest.mark.parametrize("case_id", FD_IDS)
+def _fd_slope(name, params, i, t, h=1e-6):
+    frozen = GOLDEN_INPUTS if name in STOP_GRADIENT else None
+    plus, minus = (json.loads(json.dumps(GOLDEN_INPUTS)) for _ in range(2))
+    plus["log_probs"][i][t] += h
+    minus["log_probs"][i][t] -= h
+    loss = lambda inp: reference(name, params, inp, frozen=frozen)[0]  # noqa: E731
+    return (loss(plus) - loss(minus)) / (2 * h)
+
+
+def test_every_registered_objective_has_a_reference_and_golden_cases():
+    assert set(REFERENCES) == set(OBJECTIVES), "add a ref_<name> to objectives_reference.py"
+    assert set(STOP_GRADIENT) <= set(OBJECTIVES)
+    for name in OBJECTIVES:
+        for agg in AGG_MODES:
+            have = [params for _, n, params in GOLDEN_CASES if n == name and params["agg"] == agg]
+            for variant in variant_grid(name):  # every discrete option value (registry-derived)
+                assert any(all(params.get(k, DEFAULTS[name][k]) == v for k, v in variant.items()) for params in have), (
+                    f"no golden case for {name} {variant} agg={agg}: add one to objectives_reference._cases")
+
+
+@pytest.mark.parametrize("case_id", IDS)
 def test_reference_gradient_is_finite_difference_slope(case_id):
     name, params = CASES[case_id]
-    _, grad, _ = reference(name, params)
-    h = 1e-6
+    loss, grad, _ = reference(name, params)
+    if name in STOP_GRADIENT:  # the frozen surrogate is the same function at the point itself
+        assert reference(name, params, frozen=GOLDEN_INPUTS)[0] == loss
     for i, row in enumerate(GOLDEN_INPUTS["response_mask"]):
         for t, valid in enumerate(row):
-            if not valid:
-                continue
-            plus, minus = (json.loads(json.dumps(GOLDEN_INPUTS)) for _ in range(2))
-            plus["log_probs"][i][t] += h
-            minus["log_probs"][i][t] -= h
-            slope = (reference(name, params, plus)[0] - reference(name, params, minus)[0]) / (2 * h)
-            assert slope == pytest.approx(grad[i][t], abs=1e-8), (i, t)
+            if valid:
+                assert _fd_slope(name, params, i, t) == pytest.approx(grad[i][t], abs=1e-8), (i, t)
 
 
 # ---- the golden case actually exercises the options ----

@@ -11,7 +11,9 @@ import math
 import pytest
 import torch
 
-from objectives_testlib import AGGS, GARBAGE, assert_finite_metrics, configs, evaluate, lengths_mask, random_batch
+from objectives_testlib import (
+    AGGS, DEFAULTS, GARBAGE, assert_finite_metrics, configs, evaluate, lengths_mask, random_batch,
+)
 
 LENGTHS, T, EXTRA = [5, 2, 4, 3], 5, 3
 
@@ -93,11 +95,33 @@ def long_batch(dtype=torch.float32, seed=23):
     return tuple(x.to(dtype) for x in (lp, old, adv, mask, ent))
 
 
+def gspo_cut_rows(params, lp, old, adv, mask):
+    """Responses whose whole gradient GSPO's clip removes: its one sequence ratio s_i (DHPO eq. 4,
+    computed here in float64) is outside the trust region on the side the advantage sign clips."""
+    lo = 1 - params.get("eps_low", DEFAULTS["gspo"]["eps_low"])
+    hi = 1 + params.get("eps_high", DEFAULTS["gspo"]["eps_high"])
+    m = mask.double()
+    s = (((lp.double() - old.double()) * m).sum(-1) / m.sum(-1)).exp()
+    return ((adv > 0) & (s > hi)) | ((adv < 0) & (s < lo))
+
+
 @pytest.mark.parametrize("name,params", configs())
 def test_long_sequences_stay_finite(name, params):
-    loss, grad, metrics = evaluate(name, params, *long_batch())
+    lp, old, adv, mask, ent = batch = long_batch()
+    loss, grad, metrics = evaluate(name, params, *batch)
     assert torch.isfinite(loss) and torch.isfinite(grad).all()
-    assert grad.abs().sum() > 0 or name == "gspo"  # GSPO's 3e-4 clip can cut a whole response
+    # Every response keeps some gradient. The one exception is by design: GSPO clips a single
+    # sequence ratio per response, so when s_i leaves [1 - eps_low, 1 + eps_high] on the clipping
+    # side every token of that response loses its gradient at once; with the default 3e-4 / 4e-4
+    # trust region and s_i = 0.993, 0.991, 1.004 here, responses 1 and 2 are cut, response 0
+    # (A > 0, s_0 < 1 - eps_low: not clipped) is not. Where it is not cut, every token has a gradient.
+    cut = gspo_cut_rows(params, lp, old, adv, mask) if name == "gspo" else torch.zeros(len(adv), dtype=torch.bool)
+    assert ((grad.abs().sum(-1) == 0) == cut).all(), (grad.abs().sum(-1), cut)
+    assert not cut.all()
+    if name == "gspo":
+        assert cut.any() == ("eps_low" not in params)  # the default trust region does cut here, 0.2 / 0.28 does not
+        valid = mask > 0
+        assert (grad[~cut][valid[~cut]] != 0).all()
     assert_finite_metrics(metrics)
 
 
