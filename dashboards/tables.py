@@ -443,7 +443,7 @@ def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
     results, scores = results_from_history(history, cfg)
     table = build_table(results, cfg, scores=scores, params=data.trials)
     if len(failed):  # a failed trial (crash, divergence, stall) never enters a mean
-        reasons = [f"{r.trial_id} ({r.failure_reason})" if isinstance(getattr(r, "failure_reason", None), str)
-                   else str(r.trial_id) for r in failed.itertuples()]
+        reasons = [f"{r.method} {r.trial_id}" + (f" ({r.failure_reason})" if isinstance(r.failure_reason, str) else "")
+                   for r in failed.itertuples()]
         table.footnotes.append(f"Left out: {len(failed)} FAILED trial(s): {'; '.join(reasons)}")
     return table

@@ -36,8 +36,10 @@ class InterruptGuard:
     def __init__(self):
         self.depth = 0
         self.pending: int | None = None
+        self.received: int | None = None  # the last signal, kept even if Ray re-raises a bare KeyboardInterrupt
 
     def _handle(self, signum, frame) -> None:
+        self.received = signum
         if self.depth:
             self.pending = signum  # raised when the critical section ends
             return

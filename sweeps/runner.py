@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 import traceback
 import threading
@@ -177,8 +178,8 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     except KeyboardInterrupt as err:  # SweepInterrupted, or a KeyboardInterrupt outside our handler
         status = "KILLED"
         _stop_local_ray(options)
-        if not isinstance(err, SweepInterrupted):
-            raise SweepInterrupted(2) from err
+        if not isinstance(err, SweepInterrupted):  # Ray's C++ layer re-raises signals as a bare KeyboardInterrupt
+            raise SweepInterrupted(state.guard.received or signal.SIGINT) from err
         raise
     except Exception:
         status = "FAILED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import tempfile
@@ -53,13 +54,16 @@ def short_cwd() -> Path:
     the end-to-end CLI tests run the commands exactly as the README writes them, with no path flags."""
     root = REPO / ".rt"
     root.mkdir(exist_ok=True)
-    for n in range(1000):
+    for n in _SHORT_NAMES:  # never the same path twice in a process: MLflow caches a store per URI
         try:
             (root / f"c{n}").mkdir()
             return root / f"c{n}"
         except FileExistsError:
             continue
     raise RuntimeError(f"no free short directory under {root}")
+
+
+_SHORT_NAMES = itertools.count()
 
 
 def sweep_exe() -> str:
@@ -110,3 +114,33 @@ def subprocess_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "PYTEST_"))}  # no leaks from this process
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+# One method of each Ray gRPC service that listens on a node (GCS, raylet, object manager, core
+# worker): with token authentication on, a call without the token is refused as UNAUTHENTICATED.
+RAY_PROBE_METHODS = ("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo", "/ray.rpc.NodeManagerService/GetNodeStats",
+                     "/ray.rpc.ObjectManagerService/Pull", "/ray.rpc.CoreWorkerService/NumPendingTasks")
+
+
+def refusal_without_token(port: int, host: str = "127.0.0.1") -> str | None:
+    """How a listener refuses a client without Ray's token ('grpc <method>' or 'http 401'); None if it does not."""
+    import urllib.error
+    import urllib.request
+
+    import grpc
+
+    with grpc.insecure_channel(f"{host}:{port}") as channel:
+        for method in RAY_PROBE_METHODS:
+            try:
+                channel.unary_unary(method)(b"", timeout=5)
+            except grpc.RpcError as err:
+                if err.code() == grpc.StatusCode.UNAUTHENTICATED:
+                    return f"grpc {method}"
+    try:
+        urllib.request.urlopen(f"http://{host}:{port}/", timeout=5)
+    except urllib.error.HTTPError as err:
+        if err.code == 401:
+            return "http 401"
+    except Exception:  # noqa: BLE001 - not an HTTP server
+        pass
+    return None

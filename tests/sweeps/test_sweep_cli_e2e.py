@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe, wait_for, write_spec
+from sweep_testlib import (children, client_for, refusal_without_token, short_cwd, steps_of, subprocess_env, sweep_exe,
+                           wait_for, write_spec)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -132,12 +133,15 @@ def _midway(client, sweep_name: str, step: int = 9):
     return check
 
 
+STEPS = 120  # long enough to be caught midway (a step takes ~0.1 s)
+
+
 @pytest.mark.parametrize("sig,code,objective", [(signal.SIGINT, 130, "grpo"), (signal.SIGTERM, 143, "gspo")],
                          ids=["ctrl-c-grpo", "sigterm-gspo"])
 def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, objective, tmp_path):
     # Ctrl-C reaches the whole foreground process group (as a terminal sends it); SIGTERM the driver only.
     cwd = short_cwd()
-    name = spec_in(cwd, f"cli_int_{objective}", seeds=(0,), steps=40, checkpoint_every=4, max_concurrent=1,
+    name = spec_in(cwd, f"cli_int_{objective}", seeds=(0,), steps=STEPS, checkpoint_every=4, max_concurrent=1,
                    variants=[{"algorithm": objective}])
     sweep_name = name[:-5]
     client = client_for(cwd / "runs")
@@ -155,24 +159,24 @@ def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, obje
     assert proc.wait(timeout=120) == code, log.read_text()[-4000:]
     out = log.read_text()
     assert "interrupted: run the same command again to resume" in out
-    assert "Tuner.restore" not in out and "FINISHED: " not in out
+    assert "Tuner.restore" not in out and "done in" not in out
     exp = client.get_experiment_by_name(sweep_name)
     parent = client.search_runs([exp.experiment_id], "tags.role = 'parent'")[0]
     assert parent.info.status == "KILLED"
     (child,) = children(client, sweep_name).values()
     assert child.info.status == "KILLED"
     stopped_at = int(child.data.metrics["trial/step"])
-    assert 9 <= stopped_at < 40
+    assert 9 <= stopped_at < STEPS
 
     resumed = sweep(cwd, "resume", name)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     (child,) = children(client, sweep_name).values()
     assert child.info.status == "FINISHED" and int(child.data.tags["ray.resumed_from"]) >= 4
-    assert steps_of(client, child.info.run_id, "actor/entropy") == list(range(1, 41))  # each step exactly once
+    assert steps_of(client, child.info.run_id, "actor/entropy") == list(range(1, STEPS + 1))  # each step once
 
     # The same trial run without interruption, in another directory: the same history, bit for bit.
     ref_cwd = short_cwd()
-    spec_in(ref_cwd, sweep_name, seeds=(0,), steps=40, checkpoint_every=4, max_concurrent=1,
+    spec_in(ref_cwd, sweep_name, seeds=(0,), steps=STEPS, checkpoint_every=4, max_concurrent=1,
             variants=[{"algorithm": objective}])
     ref = sweep(ref_cwd, "run", name, "--no-report")
     assert ref.returncode == 0, ref.stderr[-3000:]
@@ -206,7 +210,7 @@ def test_one_writer_per_sweep_two_sweeps_share_a_store_and_the_cluster_needs_its
     import psutil
 
     cwd = short_cwd()
-    first = spec_in(cwd, "cli_lock_a", seeds=(0,), steps=60, max_concurrent=1, variants=[{"algorithm": "grpo"}])
+    first = spec_in(cwd, "cli_lock_a", seeds=(0,), steps=300, max_concurrent=1, variants=[{"algorithm": "grpo"}])
     other = spec_in(cwd, "cli_lock_b", seeds=(0,), steps=6, max_concurrent=1, variants=[{"algorithm": "cispo"}])
     log = cwd / "a.log"
     proc = _start(cwd, "run", first, "--no-report", log=log)
@@ -224,16 +228,22 @@ def test_one_writer_per_sweep_two_sweeps_share_a_store_and_the_cluster_needs_its
         owned |= {c.pid for c in psutil.Process(proc.pid).children(recursive=True)} | {proc.pid}
         exposed = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in owned
                    and not c.laddr.ip.startswith(("127.", "::1"))]
-        assert exposed, "expected Ray's daemons to listen (on all interfaces, as Ray does)"
-        for pid in {c.pid for c in exposed}:
-            env = psutil.Process(pid).environ()
-            assert env.get("RAY_AUTH_MODE") == "token" and len(env.get("RAY_AUTH_TOKEN", "")) >= 32, pid
-        gcs = (cwd / "runs" / ".ray" / "ray_current_cluster").read_text().strip()
+        assert len(exposed) >= 4, "expected Ray's daemons to listen on all interfaces, as Ray does"
+        for c in exposed:
+            host = "127.0.0.1" if c.laddr.ip in ("::", "0.0.0.0") else c.laddr.ip
+            assert refusal_without_token(c.laddr.port, host), (psutil.Process(c.pid).name(), c.laddr)
+        gcs_port = next(c.laddr.port for c in exposed if psutil.Process(c.pid).name() == "gcs_server")
         for auth in ({"RAY_AUTH_MODE": "disabled"}, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64}):
-            probe = subprocess.run([str(Path(sweep_exe()).with_name("python")), "-c",
-                                    f"import ray; ray.init(address={gcs!r}); print('CONNECTED')"],
-                                   env={**subprocess_env(), **auth}, capture_output=True, text=True, timeout=120)
-            assert "CONNECTED" not in probe.stdout, auth
+            client_proc = subprocess.Popen([str(Path(sweep_exe()).with_name("python")), "-c",
+                                            f"import ray; ray.init(address='127.0.0.1:{gcs_port}'); print('CONNECTED')"],
+                                           env={**subprocess_env(), **auth}, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True)
+            try:
+                said = client_proc.communicate(timeout=30)[0]
+            except subprocess.TimeoutExpired:  # still retrying after 30 s: not connected either
+                client_proc.kill()
+                said = client_proc.communicate()[0]
+            assert "CONNECTED" not in said, auth
 
         # Another sweep on the same sqlite store, at the same time: both complete.
         b = sweep(cwd, "run", other)
@@ -246,7 +256,7 @@ def test_one_writer_per_sweep_two_sweeps_share_a_store_and_the_cluster_needs_its
         assert "database is locked" not in text
     assert [r.info.status for r in children(client, "cli_lock_a").values()] == ["FINISHED"]
     assert [r.info.status for r in children(client, "cli_lock_b").values()] == ["FINISHED"]
-    assert steps_of(client, children(client, "cli_lock_a")["grpo.s0"].info.run_id, "actor/entropy") == list(range(1, 61))
+    assert steps_of(client, children(client, "cli_lock_a")["grpo.s0"].info.run_id, "actor/entropy") == list(range(1, 301))
 
 
 def test_unsatisfiable_resources_fail_fast_and_create_nothing():
@@ -268,12 +278,14 @@ def test_stalled_trial_is_ended_retried_and_failed_with_the_reason():
     path = write_spec(cwd, "cli_stall", seeds=(0,), steps=4, max_failures=1, variants=[{"algorithm": "grpo"}])
     spec = yaml.safe_load(path.read_text())
     spec["stall_timeout_s"] = 2
-    spec["base"]["data"]["eval_size"] = 3000  # the base evaluation alone takes far longer than 2 s
-    spec["base"]["trainer"]["max_new_tokens"] = 48
+    spec["base"]["data"]["eval_size"] = 200  # the base evaluation alone (3 x 200 x 40 samples) takes far longer than 2 s
+    spec["base"]["trainer"]["eval_k"] = 40
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     result = sweep(cwd, "run", path.name, "--no-report")
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    (child,) = children(client_for(cwd / "runs"), "cli_stall").values()
+    kids = children(client_for(cwd / "runs"), "cli_stall")
+    assert len(kids) == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    (child,) = kids.values()
     assert child.info.status == "FAILED"
     assert child.data.tags["retries"] == "1"  # retried once (max_failures: 1), stalled again
     assert "stalled: no step reported" in child.data.tags["failure_reason"]
