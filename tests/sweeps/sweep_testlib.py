@@ -41,12 +41,17 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
     return path
 
 
+CREATED: list[Path] = []  # short dirs made by this process; conftest.py removes each test's own
+
+
 def short_ray_dir() -> Path:
     """Ray's Unix sockets need short paths: a temp dir right under the repository (removed by the
     autouse fixture in conftest.py at the end of the test)."""
     root = REPO / ".rt"
     root.mkdir(exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=root))
+    path = Path(tempfile.mkdtemp(dir=root))
+    CREATED.append(path)
+    return path
 
 
 def short_cwd() -> Path:
@@ -57,9 +62,10 @@ def short_cwd() -> Path:
     for n in _SHORT_NAMES:  # never the same path twice in a process: MLflow caches a store per URI
         try:
             (root / f"c{n}").mkdir()
-            return root / f"c{n}"
         except FileExistsError:
             continue
+        CREATED.append(root / f"c{n}")
+        return root / f"c{n}"
     raise RuntimeError(f"no free short directory under {root}")
 
 
