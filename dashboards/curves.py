@@ -25,8 +25,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from trainers.metrics import CLIP_FRACTIONS
+
 BANDS = ("minmax", "std", "seeds", "none")
-CLIP_KEYS = ("actor/pg_clipfrac", "actor/clipfrac_token", "actor/clipfrac_seq")
+CLIP_KEYS = CLIP_FRACTIONS
 TITLES = {"actor/entropy": "Entropy", "response_length/mean": "Mean response length",
           "response_length/max": "Max response length", "reward/mean": "Reward",
           "val/avg/acc": "Average accuracy", "actor/pg_clipfrac": "Clip fraction",

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from trainers.metrics import MIX_WEIGHT, STEP_METRICS
+
 # (display label, registry name, a "strength" that shapes the synthetic accuracy curve)
 METHODS: tuple[tuple[str, str, float], ...] = (
     ("GRPO", "grpo", 0.00),
@@ -34,11 +36,7 @@ METHODS: tuple[tuple[str, str, float], ...] = (
     ("DHPO-A", "dhpo", 0.045),
     ("DHPO-E", "dhpo", 0.05),
 )
-TRAIN_KEYS = (
-    "actor/entropy", "response_length/mean", "response_length/max", "reward/mean",
-    "actor/pg_clipfrac", "actor/clipfrac_token", "actor/clipfrac_seq", "actor/ppo_kl",
-    "actor/grad_norm", "perf/step_time_s", "perf/tokens_per_s",
-)
+TRAIN_KEYS = STEP_METRICS  # what a real backend reports every step (the contract)
 BENCHMARKS = ("easy", "medium", "hard")
 EPS_HIGH_GRID = (0.2, 0.28, 0.35, 0.4, 0.5, 0.6)
 
@@ -146,7 +144,7 @@ def fill_store(tracking_uri: str, sweep: str = "demo", *, artifact_root: str | N
                   "trainer.steps": str(steps), "trainer.eval_every": str(eval_every),
                   "model.name": t.model, "seed": str(t.seed)}
         client.log_batch(rid, params=[Param(k, v) for k, v in params.items()])
-        keys = list(train_keys) + (["actor/mix_weight"] if mix_weight_for_dhpo and t.algorithm == "dhpo" else [])
+        keys = list(train_keys) + ([MIX_WEIGHT] if mix_weight_for_dhpo and t.algorithm == "dhpo" else [])
         curves = trial_curves(t, steps, eval_every, benchmarks, keys)
         ts = int(time.time() * 1000)
         metrics = [Metric(k, float(v), ts + int(st), int(st))

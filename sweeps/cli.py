@@ -152,6 +152,7 @@ def status(
     from mlflow.tracking import MlflowClient
 
     from sweeps.tracking import default_tracking_uri
+    from trainers.metrics import TRIAL_STEP, VAL_AVG
 
     loaded = _load(spec, overrides or [], smoke)
     client = MlflowClient(tracking_uri or default_tracking_uri(run_dir.resolve()))
@@ -163,8 +164,8 @@ def status(
     for t in loaded.trials:
         r = runs.get(t.trial_id)
         state = r.info.status if r else "NOT STARTED"
-        step = f"{int(r.data.metrics.get('trial/step', 0))}/{t.config.trainer.steps}" if r else f"0/{t.config.trainer.steps}"
-        acc = f"{r.data.metrics['val/avg/acc']:.3f}" if r and "val/avg/acc" in r.data.metrics else ""
+        step = f"{int(r.data.metrics.get(TRIAL_STEP, 0))}/{t.config.trainer.steps}" if r else f"0/{t.config.trainer.steps}"
+        acc = f"{r.data.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.data.metrics else ""
         table.add_row(Text(t.trial_id), state, step, acc)
     console.print(table)
 

@@ -16,6 +16,7 @@ runner when the sweep is interrupted).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,10 @@ from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.trial import stall_marker, trial_from_tune_config, unpack_steps
 from sweeps.tracking import SweepTracker
+from trainers.metrics import LOGGED_PREFIXES, is_logged
 
-LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
+log = logging.getLogger(__name__)
+
 TRACKER_WAIT_S = 600.0  # opening a new MLflow store takes seconds; this long means it is stuck
 
 
@@ -42,6 +45,7 @@ class DriverState:
     outcomes: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # trial id -> why it FAILED
     seen_meta: dict[str, str] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)  # reported keys not logged (each warned about once)
     scratch: Path | None = None  # where a stalled trial's watchdog leaves its reason (sweeps/trial.py)
 
     def stall_reason(self, trial_id: str) -> str | None:
@@ -97,7 +101,7 @@ class MlflowLogger(Callback):
                 s.seen_meta[tid] = meta
                 tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
             for step, when, values in steps:  # every step since the trial's previous result
-                tracker.log_result(tid, step, logged_metrics(values), timestamp=when)
+                tracker.log_result(tid, step, logged_metrics(values, s.dropped), timestamp=when)
             if result.get("checkpointed") or result.get("diverged"):
                 tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
         if result.get("diverged"):
@@ -144,8 +148,16 @@ class MlflowLogger(Callback):
             s.progress.update(tid, state="FAILED")
 
 
-def logged_metrics(values: dict) -> dict[str, float]:
-    return {k: v for k, v in values.items() if k.startswith(LOGGED_PREFIXES) and isinstance(v, (int, float))}
+def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, float]:
+    """The numeric values under the contract's namespaces. With ``dropped`` (the keys warned about so
+    far), a reported key that is not logged is named once in a warning instead of vanishing."""
+    out = {k: v for k, v in values.items() if is_logged(k) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if dropped is not None:
+        for key in values.keys() - out.keys() - dropped:
+            dropped.add(key)
+            log.warning("metric %r is not logged to MLflow: a metric must be a number named under one of %s "
+                        "(trainers/metrics.py)", key, ", ".join(LOGGED_PREFIXES))
+    return out
 
 
 def _tid(tune_trial) -> str:

@@ -13,8 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeps.spec import Trial
+from trainers.metrics import PROGRESS
 
-SHOWN = ("reward/mean", "actor/entropy", "response_length/mean", "val/avg/acc")
+SHOWN = PROGRESS
 STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red",
          "KILLED": "yellow"}
 

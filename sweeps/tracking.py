@@ -24,6 +24,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from sweeps.spec import SpecError, SweepSpec, Trial, _flatten
+from trainers.metrics import TRIAL_STEP
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
@@ -69,7 +70,7 @@ class SweepTracker:
             tid = r.data.tags.get("trial_id")
             if tid:
                 out[tid] = {"run_id": r.info.run_id, "status": r.info.status,
-                            "last_step": int(r.data.metrics.get("trial/step", -1)),
+                            "last_step": int(r.data.metrics.get(TRIAL_STEP, -1)),
                             "config_hash": r.data.tags.get("config_hash"),
                             "stopped_by": r.data.tags.get("stopped_by")}
         return out
@@ -124,7 +125,7 @@ class SweepTracker:
                              "atomic write")
         # One list per step, its trial/step marker last: flush writes whole steps only.
         self.buffers.setdefault(trial_id, []).append(
-            [Metric(k, float(v), now_ms, step) for k, v in metrics.items()] + [Metric("trial/step", float(step), now_ms, step)])
+            [Metric(k, float(v), now_ms, step) for k, v in metrics.items()] + [Metric(TRIAL_STEP, float(step), now_ms, step)])
         info["last_step"] = step
         if time.time() - self.last_flush.get(trial_id, 0.0) > BATCH_SECONDS:
             self.flush(trial_id)

@@ -4,8 +4,9 @@
           workdir: Path | None = None, log=print) -> dict
     Reporter(step, metrics: dict[str, float], checkpoint_dir: Path | None)
 
-A backend calls ``report`` once per logged step with the metric names below (see
-../shared/DESIGN.md) and, when it wrote a checkpoint at that step, the checkpoint directory.
+A backend calls ``report`` once per logged step with the metric names of the contract in
+trainers/metrics.py (``STEP_METRICS`` every step, ``val_metrics`` at evaluations) and, when it
+wrote a checkpoint at that step, the checkpoint directory.
 
 ``resume_from`` is a directory previously passed to ``report``, or a list of such directories
 ordered newest first. The backend resumes from the first candidate it can read completely
@@ -47,19 +48,6 @@ class TrainingDiverged(RuntimeError):
 
     def __reduce__(self):  # picklable across processes (Ray) with its attributes intact
         return (type(self), (self.step, self.what, self.value))
-
-
-# Logged at every training step by every backend and objective.
-STEP_METRICS = (
-    "actor/entropy", "response_length/mean", "response_length/max", "reward/mean",
-    "actor/pg_clipfrac", "actor/clipfrac_token", "actor/clipfrac_seq", "actor/ppo_kl",
-    "actor/grad_norm", "perf/step_time_s", "perf/tokens_per_s",
-)
-# Logged only by DHPO (mean mixing weight w).
-DHPO_METRICS = ("actor/mix_weight",)
-# Logged at step 0 (the base model), every eval_every steps and at the last step.
-def val_metrics(benchmarks: list[str]) -> list[str]:
-    return [f"val/{b}/acc" for b in benchmarks] + ["val/avg/acc"]
 
 
 class Trainer(Protocol):

@@ -193,3 +193,16 @@ def test_live_table_shows_states_and_markup_like_ids_verbatim(spec):
     text = out.getvalue()
     assert "grpo-[/]bad[red].s0" in text and "KILLED" in text and "SKIPPED" in text
     assert "0.250" in text and "3/" in text
+
+
+def test_a_reported_key_outside_the_contract_is_dropped_with_one_warning(caplog):
+    from sweeps.driver_log import logged_metrics
+
+    dropped: set[str] = set()
+    step = {"actor/entropy": 0.5, "val/easy/acc": 1, "custom/thing": 2.0, "reward/mean": "n/a"}
+    with caplog.at_level("WARNING", logger="sweeps.driver_log"):
+        assert logged_metrics(step, dropped) == {"actor/entropy": 0.5, "val/easy/acc": 1}
+        assert logged_metrics(step, dropped) == {"actor/entropy": 0.5, "val/easy/acc": 1}
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2 and dropped == {"custom/thing", "reward/mean"}  # each key once, not per step
+    assert any("'custom/thing'" in w and "actor/" in w for w in warned)
