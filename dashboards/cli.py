@@ -10,31 +10,55 @@ They also run standalone:
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from dashboards.collect import sqlite_path
+from dashboards.collect import resolve_tracking_uri, sqlite_path
 from dashboards.report import ReportConfig, report_from_mlflow
 
-_FORMAT_METHODS = {"latex": "to_latex", "tex": "to_latex", "md": "to_markdown", "markdown": "to_markdown",
-                   "html": "to_html", "csv": "to_csv"}
+
+class TableFormat(str, Enum):
+    latex = "latex"
+    md = "md"
+    html = "html"
+    csv = "csv"
 
 
-def default_tracking_uri() -> str:
-    """$MLFLOW_TRACKING_URI, else ./runs/mlflow.db if it exists, else ./mlflow.db (sqlite)."""
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    for p in (Path("runs/mlflow.db"), Path("mlflow.db")):
-        if p.exists():
-            return f"sqlite:///{p.resolve()}"
-    return f"sqlite:///{Path('mlflow.db').resolve()}"
+class At(str, Enum):
+    final = "final"
+    best = "best"
+
+
+class Mode(str, Enum):
+    max = "max"
+    min = "min"
+
+
+class Band(str, Enum):
+    minmax = "minmax"
+    std = "std"
+    seeds = "seeds"
+    none = "none"
+
+
+class By(str, Enum):
+    method = "method"
+    config = "config"
+
+
+_FORMAT_METHODS = {TableFormat.latex: "to_latex", TableFormat.md: "to_markdown", TableFormat.html: "to_html",
+                   TableFormat.csv: "to_csv"}
+
+
+def _value(choice: Enum | None) -> str | None:
+    return None if choice is None else choice.value
 
 
 def _split(s: Optional[str]) -> Optional[list[str]]:
@@ -43,13 +67,14 @@ def _split(s: Optional[str]) -> Optional[list[str]]:
 
 def report_cmd(
     sweep_name: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name.")] = None,
-    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite ./runs/mlflow.db or ./mlflow.db).")] = None,
+    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db).")] = None,
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of `sweep run` (its store and report folder).")] = Path("runs"),
     parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: reports/SWEEP_NAME beside a sqlite store, else in the cwd).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <run-dir>/SWEEP_NAME/report for the run dir's store, else ./reports/SWEEP_NAME).")] = None,
     spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report.")] = None,
     select_by: Annotated[Optional[str], typer.Option(help="Metric picking best step/config, e.g. val/avg/acc or AVG.")] = None,
-    at: Annotated[Optional[str], typer.Option(help="final | best (step with the best --select-by).")] = None,
-    mode: Annotated[Optional[str], typer.Option(help="max | min: direction of --select-by.")] = None,
+    at: Annotated[Optional[At], typer.Option(help="final, or best (the step with the best --select-by).")] = None,
+    mode: Annotated[Optional[Mode], typer.Option(help="Direction of --select-by.")] = None,
     base: Annotated[Optional[str], typer.Option(help="Add a base-model row (step-0 values) with this label.")] = None,
     baselines: Annotated[Optional[str], typer.Option(help="Comma-separated baseline methods (strongest in italics).")] = None,
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
@@ -59,8 +84,8 @@ def report_cmd(
     scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
     curves: Annotated[Optional[str], typer.Option(help="Comma-separated metric keys for the curves grid.")] = None,
     ema_alpha: Annotated[Optional[float], typer.Option(help="EMA weight of the newest point, (0,1]; 1 = none, SSPO used 0.02.")] = None,
-    band: Annotated[Optional[str], typer.Option(help="minmax | std | seeds | none.")] = None,
-    by: Annotated[Optional[str], typer.Option(help="One curve per: method | config.")] = None,
+    band: Annotated[Optional[Band], typer.Option(help="Spread over seeds drawn around each curve.")] = None,
+    by: Annotated[Optional[By], typer.Option(help="One curve per method or per config.")] = None,
     formats: Annotated[Optional[str], typer.Option(help="Comma-separated: html,md,latex,csv,png,svg.")] = None,
     log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,
 ) -> None:
@@ -83,13 +108,13 @@ def report_cmd(
         section = dict(doc.get("report") or {})
         sweep_name = sweep_name or doc.get("name")
     table = dict(section.get("table") or {})
-    for k, v in {"select_by": select_by, "at": at, "mode": mode, "base": base, "baselines": _split(baselines),
+    for k, v in {"select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base, "baselines": _split(baselines),
                  "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
                  "decimals": decimals, "scale": scale}.items():
         if v is not None:
             table[k] = v
     section["table"] = table
-    for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": band, "by": by,
+    for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": _value(band), "by": _value(by),
                  "formats": _split(formats)}.items():
         if v is not None:
             section[k] = v
@@ -97,9 +122,11 @@ def report_cmd(
         raise typer.BadParameter("give SWEEP_NAME (or --parent-run-id, or --spec with a name)")
     try:
         cfg = ReportConfig.from_dict(section)
-        uri = tracking_uri or default_tracking_uri()
-        db = sqlite_path(uri)  # default: reports/<sweep> next to a sqlite store, else in the cwd
-        out = out or (db.parent if db else Path.cwd()) / "reports" / (sweep_name or parent_run_id)
+        uri = resolve_tracking_uri(tracking_uri, run_dir)
+        db = sqlite_path(uri)  # default: where `sweep run` writes it for the run dir's store, else ./reports/
+        in_run_dir = db is not None and db == (run_dir / "mlflow.db").resolve() and sweep_name
+        out = out or (run_dir.resolve() / sweep_name / "report" if in_run_dir
+                      else Path.cwd() / "reports" / (sweep_name or parent_run_id))
         paths = report_from_mlflow(sweep_name, tracking_uri=uri, out_dir=out, config=cfg,
                                    parent_run_id=parent_run_id, log=log)
     except (ValueError, TypeError) as e:
@@ -111,7 +138,7 @@ def report_cmd(
 
 def table_cmd(
     results: Annotated[Path, typer.Argument(help="Long-format CSV/parquet: model, method, benchmark, value (optional: seed, config).")],
-    format: Annotated[str, typer.Option("--format", "-f", help="latex | md | html | csv.")] = "md",
+    format: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.md,
     base: Annotated[Optional[str], typer.Option(help="Method name of the base-model rows in the file.")] = None,
     baselines: Annotated[Optional[str], typer.Option(help="Comma-separated baseline methods (strongest in italics).")] = None,
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
@@ -139,8 +166,6 @@ def table_cmd(
     from dashboards.collect import load_results
     from dashboards.tables import TableConfig, build_table
 
-    if format not in _FORMAT_METHODS:
-        raise typer.BadParameter(f"--format must be one of latex, md, html, csv; got {format!r}")
     try:
         df = load_results(results)
         cfg = TableConfig(base=base, baselines=_split(baselines) or [], benchmarks=_split(benchmarks),

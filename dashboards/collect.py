@@ -19,6 +19,7 @@ for every (run, key) pair, issued from a thread pool. Pass `bulk=False` to force
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sqlite3
 import warnings
@@ -58,6 +59,16 @@ def sqlite_path(uri: str | None) -> Path | None:
     if not path or path == ":memory:":
         return None
     return Path(path) if path.startswith("/") else Path.cwd() / path
+
+
+def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs") -> str:
+    """The one rule every command follows: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the
+    run directory's sqlite store ``sqlite:///<run_dir>/mlflow.db``."""
+    if tracking_uri:
+        return tracking_uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
 
 
 def _client(tracking_uri: str | None):

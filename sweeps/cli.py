@@ -27,7 +27,7 @@ from dashboards.cli import report_cmd, table_cmd
 from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
 
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True)  # --install-completion / --show-completion for bash, zsh, fish
 console = Console()
 err_console = Console(stderr=True)  # errors and interrupts go to stderr; tables and results to stdout
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
@@ -35,7 +35,7 @@ SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.tr
                    "base.trainer.group_size=4", "seeds=[0]"]
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
-TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default sqlite:///<run-dir>/mlflow.db.")]
+TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")]
 
 
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
@@ -151,11 +151,11 @@ def status(
     """Show each trial of a sweep with its MLflow state and last logged step."""
     from mlflow.tracking import MlflowClient
 
-    from sweeps.tracking import default_tracking_uri
+    from dashboards.collect import resolve_tracking_uri
     from trainers.metrics import TRIAL_STEP, VAL_AVG
 
     loaded = _load(spec, overrides or [], smoke)
-    client = MlflowClient(tracking_uri or default_tracking_uri(run_dir.resolve()))
+    client = MlflowClient(resolve_tracking_uri(tracking_uri, run_dir))
     exp = client.get_experiment_by_name(loaded.name)
     runs = {} if exp is None else {r.data.tags.get("trial_id"): r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=50_000)}
     table = Table(title=f"{loaded.name}")
@@ -177,9 +177,9 @@ def ui(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop)."""
-    from sweeps.tracking import default_tracking_uri
+    from dashboards.collect import resolve_tracking_uri
 
-    uri = tracking_uri or default_tracking_uri(run_dir.resolve())
+    uri = resolve_tracking_uri(tracking_uri, run_dir)
     artifacts = (run_dir / "mlartifacts").resolve()
     console.print(f"MLflow UI for {uri} at http://127.0.0.1:{port}")
     subprocess.run([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",

@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboards.collect import resolve_tracking_uri
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.progress import LiveProgress
@@ -43,7 +44,7 @@ class RunOptions:
     run_dir: Path = Path("runs")
     """Project run directory: MLflow store, Ray temp dir, trial results, reports."""
     tracking_uri: str | None = None
-    """MLflow tracking URI; default sqlite:///<run_dir>/mlflow.db."""
+    """MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<run_dir>/mlflow.db."""
     address: str | None = None
     """Ray cluster address to join (e.g. ray://head:10001 or auto); default: a local ray.init."""
     num_cpus: int | None = None
@@ -111,10 +112,10 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
 def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: float) -> SweepResult:
     from ray import tune
 
-    tracking_uri = options.tracking_uri or default_tracking_uri(run_dir)
+    tracking_uri = resolve_tracking_uri(options.tracking_uri, run_dir)
     state = DriverState(scratch=run_dir / spec.name / "scratch")
     opener = None
-    if options.tracking_uri is None and not (run_dir / "mlflow.db").exists():
+    if tracking_uri == default_tracking_uri(run_dir) and not (run_dir / "mlflow.db").exists():
         # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
         # CPU) in a thread while Ray starts (the driver mostly waits for its daemons) and Tune starts the
         # trial workers; the callbacks wait for the tracker if need be.

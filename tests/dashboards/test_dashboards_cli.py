@@ -69,13 +69,17 @@ def test_table_errors_are_clear(app, tmp_path, results_csv):
     r = CliRunner().invoke(app, ["table", str(results_csv), "--delta-avg"])
     assert r.exit_code == 2 and "TableConfig.delta_avg" in r.output
     r = CliRunner().invoke(app, ["table", str(results_csv), "--format", "pdf"])
-    assert r.exit_code != 0
+    assert r.exit_code == 2 and "'pdf' is not one of" in " ".join(r.output.split()).replace("│", "")
 
 
-def test_help_texts_have_examples(app):
+def test_help_texts_have_examples_and_list_the_choices(app):
     for cmd in ("table", "report"):
         r = CliRunner().invoke(app, [cmd, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
         assert r.exit_code == 0 and "Examples" in r.output and f"sweep {cmd}" in r.output
+    text = CliRunner().invoke(app, ["report", "--help"], env={"COLUMNS": "200", "TERM": "dumb"}).output
+    assert "final|best" in text and "minmax|std|seeds|none" in text and "method|config" in text
+    text = CliRunner().invoke(app, ["table", "--help"], env={"COLUMNS": "200", "TERM": "dumb"}).output
+    assert "latex|md|html|csv" in text
 
 
 def test_report_command_on_a_store(app, known_store, tmp_path):
@@ -85,9 +89,19 @@ def test_report_command_on_a_store(app, known_store, tmp_path):
                                  "--curves", "actor/entropy,val/avg/acc"])
     assert r.exit_code == 0, r.output
     assert (out / "report.html").exists() and "| Base |" in (out / "table.md").read_text()
-    r = CliRunner().invoke(app, ["report", known_store.sweep, "--tracking-uri", known_store.uri, "--no-log",
-                                 "--formats", "md"])
-    assert r.exit_code == 0 and (Path(known_store.root) / "reports" / "known" / "table.md").exists()  # beside the store
+    # The store of a run directory: found from --run-dir alone, the report where `sweep run` writes it.
+    r = CliRunner().invoke(app, ["report", known_store.sweep, "--run-dir", str(known_store.root), "--no-log",
+                                 "--formats", "md"], env={"MLFLOW_TRACKING_URI": ""})
+    assert r.exit_code == 0, r.output
+    assert (Path(known_store.root) / "known" / "report" / "table.md").exists()
+    # $MLFLOW_TRACKING_URI comes before the run directory (and --tracking-uri before both).
+    r = CliRunner().invoke(app, ["report", known_store.sweep, "--run-dir", str(tmp_path / "empty"), "--no-log",
+                                 "--formats", "md", "--out", str(tmp_path / "env")],
+                           env={"MLFLOW_TRACKING_URI": known_store.uri})
+    assert r.exit_code == 0 and (tmp_path / "env" / "table.md").exists(), r.output
+    r = CliRunner().invoke(app, ["report", known_store.sweep, "--no-log", "--tracking-uri",
+                                 f"sqlite:///{tmp_path / 'none.db'}"], env={"MLFLOW_TRACKING_URI": known_store.uri})
+    assert r.exit_code == 2 and "unknown sweep" in r.output
     r = CliRunner().invoke(app, ["report", "nope", "--tracking-uri", known_store.uri, "--out", str(out)])
     assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
 
