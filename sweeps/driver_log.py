@@ -132,6 +132,7 @@ class MlflowLogger(Callback):
         s, tid = self.state, _tid(trial)
         error = s.stall_reason(tid) or _last_line(_error_text(trial))
         with s.guard.critical():
+            _ensure_run(s, tid)  # a worker can die before Tune ever started the trial
             s.wait_for_tracker().set_tags(tid, {"retries": str(trial.run_metadata.num_failures), "last_error": error})
 
     def on_trial_error(self, iteration, trials, trial, **info):
@@ -141,11 +142,18 @@ class MlflowLogger(Callback):
         error = _error_text(trial)
         reason = s.reasons.get(tid) or s.stall_reason(tid) or _last_line(error)
         with s.guard.critical():
+            _ensure_run(s, tid)
             s.wait_for_tracker().end_trial(tid, "FAILED", error=error, reason=reason)
         s.outcomes[tid] = "FAILED"
         s.reasons[tid] = reason
         if s.progress:
             s.progress.update(tid, state="FAILED")
+
+
+def _ensure_run(state: DriverState, trial_id: str) -> None:
+    tracker = state.wait_for_tracker()
+    if trial_id not in tracker.children:
+        tracker.start_trial(state.by_id[trial_id])
 
 
 def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, float]:

@@ -140,6 +140,7 @@ def enable_local_token_auth() -> None:
     os.environ["RAY_AUTH_MODE"] = "token"
     if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
         os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    from ray._raylet import Config
+    from ray._raylet import AuthenticationTokenLoader, Config
 
     Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()  # it caches the token too (a later sweep in this process)

@@ -117,7 +117,8 @@ def sweep_command(spec: Path, run_dir: Path, ray_dir: Path) -> list[str]:
 
 
 def subprocess_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "PYTEST_"))}  # no leaks from this process
+    env = {k: v for k, v in os.environ.items()  # no leaks from this process or the caller's MLflow
+           if not k.startswith(("RAY_", "PYTEST_")) and k != "MLFLOW_TRACKING_URI"}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
@@ -150,3 +151,96 @@ def refusal_without_token(port: int, host: str = "127.0.0.1") -> str | None:
     except Exception:  # noqa: BLE001 - not an HTTP server
         pass
     return None
+
+
+# ---- added for the resume / scheduler end-to-end tests ---------------------------------------
+
+def refresh_ray_auth() -> None:
+    """Make this process's Ray authentication state follow ``os.environ`` again.
+
+    Ray reads ``RAY_AUTH_MODE`` into a cached config and the token into a cached loader, once per
+    process; a test that changed the environment (or the conftest that restores it) leaves both
+    stale, and the next cluster started or joined from this process then fails authentication.
+    """
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def metric_history(client: MlflowClient, run_id: str, skip_prefixes=("perf/",)) -> dict[str, list[tuple[int, float]]]:
+    """Every metric a run logged, as key -> [(step, value)] in step order (a duplicated step shows
+    twice); ``skip_prefixes`` leaves out wall-clock metrics, which no two runs share."""
+    keys = client.get_run(run_id).data.metrics
+    return {key: sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+            for key in sorted(keys) if not key.startswith(skip_prefixes)}
+
+
+def history_difference(got: dict[str, list[tuple[int, float]]], want: dict[str, list[tuple[int, float]]]) -> str | None:
+    """None when two metric histories are equal step by step, value by value (exact float
+    equality); else where they first differ."""
+    if set(got) != set(want):
+        return f"metric keys differ: only in the first {sorted(set(got) - set(want))}, only in the second " \
+               f"{sorted(set(want) - set(got))}"
+    for key in sorted(want):
+        a, b = got[key], want[key]
+        if [s for s, _ in a] != [s for s, _ in b]:
+            return f"{key}: logged steps differ: {[s for s, _ in a]} vs {[s for s, _ in b]}"
+        for (step, x), (_, y) in zip(a, b):
+            if x != y:
+                return f"{key} first differs at step {step}: {x!r} vs {y!r}"
+    return None
+
+
+def running_trial_snapshot(client: MlflowClient, sweep: str, trial_id: str, min_step: int):
+    """(run id, worker pid, last logged step) of ``trial_id`` while its child run is RUNNING with at
+    least ``min_step`` logged and its worker's pid recorded; None otherwise (also while the store
+    is still being created or is busy)."""
+    try:
+        run = children(client, sweep).get(trial_id)
+    except Exception:  # noqa: BLE001 - the driver may be creating the tables or holding the write lock
+        return None
+    if run is None or run.info.status != "RUNNING":
+        return None
+    pid, step = run.data.tags.get("ray.pid"), run.data.metrics.get("trial/step")
+    if pid is None or step is None or step < min_step:
+        return None
+    return run.info.run_id, int(pid), int(step)
+
+
+def kill_advancing_trial_worker(run_dir: Path, sweep: str, trial_id: str, min_step: int, killed: dict,
+                                timeout: float = 300) -> None:
+    """SIGKILL the Ray worker that is training ``trial_id`` right now, once that is certain.
+
+    The pid comes from the child run's ``ray.pid`` tag, which the driver sets from the first result
+    of each (re)start of the trial, before logging that attempt's steps. A pid is killed only when
+    two reads of the same RUNNING run show the same pid and a later step: that worker is the one
+    producing the trial's steps (not an idle, reused or earlier worker). Missing tags, a store not
+    created yet or a busy database mean: keep waiting. Fills ``killed`` (pid, step, run_id).
+    """
+    import signal
+
+    client = None
+    first = None
+    deadline = time.time() + timeout
+    while time.time() < deadline and "pid" not in killed:
+        time.sleep(0.2)
+        if client is None:
+            if not (run_dir / "mlflow.db").exists():
+                continue
+            client = client_for(run_dir)
+        now = running_trial_snapshot(client, sweep, trial_id, min_step)
+        if now is None:
+            first = None
+            continue
+        run_id, pid, step = now
+        if first is None or first[:2] != (run_id, pid):
+            first = now
+            continue
+        if step > first[2]:  # same run, same worker, training went on between the two reads
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended in between (the attempt restarted): look again
+                first = None
+                continue
+            killed.update(pid=pid, step=step, run_id=run_id)

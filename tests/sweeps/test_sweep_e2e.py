@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import threading
@@ -13,11 +14,20 @@ import pytest
 from sweeps.runner import RunOptions, run_sweep
 from sweeps.spec import SpecError, load_spec
 from sweep_testlib import (
-    children, client_for, kill_ray_processes, short_ray_dir, steps_of, subprocess_env, sweep_command, wait_for,
-    write_spec,
+    children, client_for, history_difference, kill_advancing_trial_worker, kill_ray_processes, metric_history,
+    refresh_ray_auth, short_ray_dir, steps_of, subprocess_env, sweep_command, wait_for, write_spec,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(autouse=True)
+def ray_auth_follows_environment():
+    """conftest.py gives each test the environment back as it found it, but Ray caches the auth mode
+    and the token per process: without this, a test's local cluster (a fresh token in the
+    environment) refuses this process, which still sends the previous test's token."""
+    refresh_ray_auth()
+    yield
 
 
 @pytest.fixture
@@ -82,42 +92,51 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
     assert {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()} == recorded
 
 
-def test_killed_worker_is_retried_from_checkpoint_without_duplicates(tmp_path, local_ray):
-    spec = write_spec(tmp_path, "e2e_kill_worker", seeds=(0,), steps=60, variants=[{"algorithm": "grpo"}],
+def assert_same_history_as_uninterrupted(client, kids, ref_client, ref_kids, tids):
+    """Each trial's full metric history (every key but wall-clock perf/*, every step, exact floats)
+    equals that of the same trial run without interruption."""
+    for tid in tids:
+        run, ref = kids[tid], ref_kids[tid]
+        assert run.data.tags["config_hash"] == ref.data.tags["config_hash"], tid  # the same resolved config
+        got, want = metric_history(client, run.info.run_id), metric_history(ref_client, ref.info.run_id)
+        assert {"actor/entropy", "actor/grad_norm", "reward/mean", "response_length/mean", "val/avg/acc"} <= set(want)
+        assert history_difference(got, want) is None, f"{tid}: {history_difference(got, want)}"
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "gspo"])  # a token-level and a sequence-level ratio objective
+def test_killed_worker_is_retried_from_checkpoint_without_duplicates(tmp_path, local_ray, algorithm):
+    name, tid = f"e2e_kill_worker_{algorithm}", f"{algorithm}.s0"
+    spec = write_spec(tmp_path, name, seeds=(0,), steps=60, variants=[{"algorithm": algorithm}],
                       max_concurrent=1, checkpoint_every=4)
     run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
     killed = {}
-
-    def killer():
-        client = client_for(run_dir)
-
-        def checkpointed_run():
-            if not (run_dir / "mlflow.db").exists():
-                return None
-            for run in children(client, "e2e_kill_worker").values():
-                if run.data.metrics.get("trial/step", 0) >= 9 and "ray.pid" in run.data.tags:
-                    return run
-            return None
-
-        run = wait_for(checkpointed_run, timeout=300)
-        killed["pid"] = int(run.data.tags["ray.pid"])
-        os.kill(killed["pid"], signal.SIGKILL)
-
-    thread = threading.Thread(target=killer, daemon=True)
+    thread = threading.Thread(target=kill_advancing_trial_worker, args=(run_dir, name, tid, 9, killed), daemon=True)
     thread.start()
     result = _run(spec, run_dir, ray_dir)
     thread.join(timeout=5)
-    assert "pid" in killed, "the worker was never killed"
-    assert result.statuses == {"grpo.s0": "FINISHED"}
+    assert "pid" in killed, "the worker was never killed (the trial ended before two reads saw it advance)"
+    assert result.statuses == {tid: "FINISHED"}
     client = client_for(run_dir)
-    run = children(client, "e2e_kill_worker")["grpo.s0"]
-    assert int(run.data.tags["ray.resumed_from"]) >= 8  # restarted from a checkpoint, not from scratch
+    run = children(client, name)[tid]
+    assert run.info.run_id == killed["run_id"]
+    assert run.data.tags["retries"] == "1"  # the kill was noticed as a crash and retried once
+    resumed_from = int(run.data.tags["ray.resumed_from"])
+    assert resumed_from >= 8 and resumed_from % 4 == 0  # restarted from a checkpoint, not from scratch
     assert int(run.data.tags["ray.pid"]) != killed["pid"]
     assert steps_of(client, run.info.run_id, "actor/entropy") == list(range(1, 61))  # each step exactly once
     assert steps_of(client, run.info.run_id, "val/avg/acc") == list(range(0, 61, 2))
 
+    # The same spec, uninterrupted, in another run dir: the resumed history must match bit for bit
+    # (model, optimizer, scheduler and RNG states are checkpointed; one trainer thread on the CPU).
+    reference_dir = tmp_path / "reference"
+    assert _run(spec, reference_dir, ray_dir).statuses == {tid: "FINISHED"}
+    ref_client = client_for(reference_dir)
+    ref = children(ref_client, name)
+    assert "retries" not in ref[tid].data.tags and int(ref[tid].data.tags["ray.resumed_from"]) == 0
+    assert_same_history_as_uninterrupted(client, {tid: run}, ref_client, ref, [tid])
 
-def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path):
+
+def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path, local_ray):
     spec = write_spec(tmp_path, "e2e_kill_driver", seeds=(0,), steps=60, checkpoint_every=4,
                       variants=[{"algorithm": "grpo"}, {"algorithm": "gspo"}, {"algorithm": "cispo"}], max_concurrent=1)
     run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
@@ -162,6 +181,13 @@ def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path):
     parents = client.search_runs([client.get_experiment_by_name("e2e_kill_driver").experiment_id], "tags.role = 'parent'")
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
 
+    # The same spec, uninterrupted (in this process, another run dir): every trial's history, the
+    # resumed one included, must be the uninterrupted one bit for bit.
+    reference_dir = tmp_path / "reference"
+    assert set(_run(spec, reference_dir, short_ray_dir()).statuses.values()) == {"FINISHED"}
+    ref_client = client_for(reference_dir)
+    assert_same_history_as_uninterrupted(client, kids, ref_client, children(ref_client, "e2e_kill_driver"), sorted(kids))
+
 
 def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path, monkeypatch):
     import ray
@@ -170,11 +196,15 @@ def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path, monkeypatch):
     ray.shutdown()
     ray_dir = short_ray_dir()
     monkeypatch.setenv("RAY_TMPDIR", str(ray_dir))  # the cluster's address file, instead of /tmp/ray
+    # A token-protected cluster, joined as a user joins one (--address, the token in RAY_AUTH_TOKEN).
+    # Ray caches the auth mode and token per process: refreshed here, and back by the autouse fixture.
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    refresh_ray_auth()
     (ray_dir / "ray").mkdir()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "temp_dir": str(ray_dir)})
     try:
-        for _ in range(2):
-            cluster.add_node(num_cpus=1, num_gpus=1)
+        gpu_nodes = {cluster.add_node(num_cpus=1, num_gpus=1).node_id for _ in range(2)}
         cluster.wait_for_nodes()
         spec = write_spec(tmp_path, "e2e_cluster", seeds=(0, 1), steps=6, variants=[{"algorithm": "grpo"}],
                           resources={"cpus": 1, "gpus": 1})
@@ -184,11 +214,13 @@ def test_multi_node_fake_gpus_trials_on_distinct_nodes(tmp_path, monkeypatch):
         client = client_for(run_dir)
         kids = children(client, "e2e_cluster")
         assert len(kids) == 2
-        nodes = {r.data.tags["ray.node_id"] for r in kids.values()}
-        assert len(nodes) == 2  # one GPU per node: the two trials had to use different nodes
-        assert all(r.data.tags["ray.gpu_ids"] != "" for r in kids.values())
-        a, b = kids.values()
-        assert a.info.start_time < b.info.end_time and b.info.start_time < a.info.end_time  # ran concurrently
+        # Each trial asks for a whole GPU; the head has none and each worker node one: the two trials
+        # ran on the two GPU nodes, one each, each seeing exactly one GPU. Tune launches both pending
+        # trials at once (max_concurrent 2, both fit), so this holds however fast the trials run.
+        nodes = sorted(r.data.tags["ray.node_id"] for r in kids.values())
+        assert set(nodes) == gpu_nodes and len(nodes) == 2
+        assert all(len(r.data.tags["ray.gpu_ids"].split(",")) == 1 and r.data.tags["ray.gpu_ids"] != ""
+                   for r in kids.values())
         for run in kids.values():
             assert steps_of(client, run.info.run_id, "actor/entropy") == [1, 2, 3, 4, 5, 6]
     finally:
@@ -221,6 +253,49 @@ def test_optuna_search_with_asha_runs_samples_as_child_runs(tmp_path, local_ray)
     assert again.statuses == {} and len(children(client, "e2e_search")) == 3
 
 
+def test_asha_stops_clearly_worse_trials_and_a_rerun_skips_them(tmp_path, local_ray):
+    # lr 5e-2 / 3e-2 wreck the tiny policy within a couple of steps (reward/mean drops to 0) while
+    # lr 1e-4 keeps it near its base (~0.2). (val/avg/acc cannot rank them: the smoke-size base scores
+    # 0 on the eval set whatever the lr.) One trial at a time, in grid order, each step reported
+    # (report_interval_s 0): ASHA sees every trial at exactly the rung steps 2, 4, 8, and its
+    # decisions do not depend on timing. The good trial comes first, so it sets each rung's cutoff.
+    steps = 16
+    spec = write_spec(tmp_path, "e2e_asha", seeds=(0,), steps=steps, max_concurrent=1, report_interval_s=0,
+                      variants=[{"algorithm": "grpo", "trainer.lr": [1.0e-4, 5.0e-2, 3.0e-2]}])
+    spec.write_text(spec.read_text() + "scheduler: {type: asha, metric: reward/mean, mode: max, grace_period: 2, "
+                                       "reduction_factor: 2}\n")
+    good, bad = "grpo-lr0.0001.s0", {"grpo-lr0.05.s0", "grpo-lr0.03.s0"}
+    assert [t.trial_id for t in load_spec(spec).trials] == [good, "grpo-lr0.05.s0", "grpo-lr0.03.s0"]  # grid order
+    run_dir, ray_dir = tmp_path / "runs", short_ray_dir()
+    result = _run(spec, run_dir, ray_dir)
+    assert result.statuses == {tid: "FINISHED" for tid in [good, *bad]}  # stopped early is a normal end
+
+    client = client_for(run_dir)
+    kids = children(client, "e2e_asha")
+    last = {tid: int(r.data.metrics["trial/step"]) for tid, r in kids.items()}
+    stopped = {tid for tid, step in last.items() if step < steps}
+    assert stopped == bad, last
+    for tid, run in kids.items():
+        assert run.info.status == "FINISHED", tid
+        assert steps_of(client, run.info.run_id, "actor/entropy") == list(range(1, last[tid] + 1)), tid  # no gaps
+        if tid in stopped:
+            assert run.data.tags.get("stopped_by") == "scheduler", (tid, last[tid], run.data.tags)
+            assert last[tid] >= 2  # not before the grace period
+        else:
+            assert "stopped_by" not in run.data.tags, (tid, run.data.tags)
+    good_reward = dict(metric_history(client, kids[good].info.run_id)["reward/mean"])
+    for tid in bad:  # where ASHA stopped it, it was below the good trial at the same step
+        assert kids[tid].data.metrics["reward/mean"] < good_reward[last[tid]], (tid, last[tid])
+
+    # The same command again: a trial the scheduler stopped is done, like a finished one; nothing runs.
+    before = {tid: (r.info.run_id, metric_history(client, r.info.run_id)) for tid, r in kids.items()}
+    again = _run(spec, run_dir, ray_dir)
+    assert again.statuses == {tid: "SKIPPED" for tid in kids}
+    after = children(client, "e2e_asha")
+    assert {tid: (r.info.run_id, metric_history(client, r.info.run_id)) for tid, r in after.items()} == before
+    assert all(r.info.status == "FINISHED" for r in after.values())
+
+
 def test_new_store_that_cannot_be_written_fails_the_sweep(tmp_path, local_ray):
     # On a new store, MLflow opens while Tune already starts the trials: its error must still end the run.
     spec = write_spec(tmp_path, "e2e_bad_store", seeds=(0,), variants=[{"algorithm": "grpo"}], steps=40)
@@ -235,7 +310,7 @@ def test_ray_failing_to_start_on_a_new_store_leaves_no_running_runs(tmp_path, lo
     # On a new store, MLflow opens in a thread while Ray starts: a Ray failure must close the parent run.
     spec = write_spec(tmp_path, "e2e_no_ray", seeds=(0,), variants=[{"algorithm": "grpo"}], steps=40)
     run_dir = tmp_path / "runs"
-    not_a_dir = tmp_path / "ray_tmp"
+    not_a_dir = short_ray_dir() / "f"  # short: a long Ray temp dir is refused (SpecError) before Ray starts
     not_a_dir.write_text("a file where Ray's temp dir should go")
     with pytest.raises(FileExistsError):
         _run(spec, run_dir, not_a_dir)
