@@ -40,11 +40,14 @@ TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLfl
 
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
     spec_overrides, base_overrides = [], []
-    for o in overrides:
-        key = o.split("=", 1)[0].strip()
-        (spec_overrides if key.split(".")[0] in SPEC_KEYS else base_overrides).append(o)  # seeds, search.num_samples, ...
-    # trainer.steps=50 is shorthand for base.trainer.steps=50
-    all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + [f"base.{o}" for o in base_overrides]
+    for o in overrides:  # Hydra's forms: key=value, +key=value, ++key=value, ~key[=value]
+        op = "++" if o.startswith("++") else o[:1] if o.startswith(("+", "~")) else ""
+        key = o[len(op):].split("=", 1)[0].strip()
+        if key.split(".")[0] in SPEC_KEYS:  # seeds, search.num_samples, ...
+            spec_overrides.append(o)
+        else:  # trainer.steps=50 is shorthand for base.trainer.steps=50 (+trainer.x=1: +base.trainer.x=1)
+            base_overrides.append(f"{op}base.{o[len(op):]}")
+    all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + base_overrides
     try:
         loaded = load_spec(spec, all_overrides)
         if smoke:  # its own experiment: smoke trials never mix with the real ones

@@ -46,10 +46,11 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.spec_errors import SpecError, unknown_key
-from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups, preset_switch, switch_preset
+from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups, switch_preset
 from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
-from sweeps.spec_yaml import check_values, parse_override, parse_yaml, set_override
-from trainers.config import ConfigError, TrialConfig
+from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
+from trainers.config import ConfigError, TrialConfig, trial_schema
+from trainers.overrides import OverrideError, apply as apply_override
 from trainers.objectives import OBJECTIVES
 
 __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
@@ -60,7 +61,6 @@ SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent",
 TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm", "seed", "backend")
 SHORT = {"eps_low": "lo", "eps_high": "hi", "tau_pos": "tp", "tau_neg": "tn", "eps_low_token": "lot",
          "eps_high_token": "hit", "eps_low_seq": "los", "eps_high_seq": "his", "entropy_norm": "norm"}
-METHOD_NAMES = {"grpo": "GRPO", "gspo": "GSPO", "gmpo": "GMPO", "cispo": "CISPO", "sapo": "SAPO"}
 SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm")  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_ID = 120
@@ -249,14 +249,9 @@ def _config_id(name: str, pairs: list[tuple[str, Any]]) -> str:
 
 
 def method_label(cfg: TrialConfig) -> str:
-    """Display name of a method in tables: GRPO, SSPO (atanlog), DHPO-A, DHPO-E (unified), ..."""
-    name, params = cfg.algorithm.name, cfg.algorithm.params
-    if name == "sspo":
-        return f"SSPO ({params.get('gate', 'atanlog')})"
-    if name == "dhpo":
-        label = "DHPO-E" if params.get("mixing") == "entropy" else "DHPO-A"
-        return label + (" (unified)" if params.get("clip_mode") == "unified" else "")
-    return METHOD_NAMES[name]
+    """Display name of a method in tables: GRPO, SSPO (atanlog), DHPO-A, DHPO-E (unified), ...
+    (the objective's ObjectiveSpec.label_for its parameters)."""
+    return OBJECTIVES[cfg.algorithm.name].label_for(cfg.algorithm.params)
 
 
 def _absolute_paths(data: dict, base: Path) -> None:
@@ -308,7 +303,9 @@ def _variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> lis
 
 
 def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd: Path | None = None) -> SweepSpec:
-    """Load, compose, expand and validate a sweep spec. ``overrides``: ``key.path=value`` on the spec."""
+    """Load, compose, expand and validate a sweep spec. ``overrides``: Hydra overrides of the spec
+    (``seeds=[0]``, ``+max_trials=50``, ``~search``), of its base trial config (``base.trainer.lr=3e-4``,
+    ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see _apply_spec_overrides."""
     path = resolve_spec_path(name_or_path)
     src = str(path)
     try:
@@ -318,13 +315,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     if not isinstance(raw, dict):
         raise SpecError(f"{src}: expected a mapping at the top level")
     check_values(raw, src)
-    for item in overrides or []:
-        key, value = parse_override(item, src)
-        group = preset_switch(key, value)  # model=qwen3_0.6b_local (base.model=... from `sweep run`)
-        if group:
-            switch_preset(raw, group, value, f"{src} (command-line override {item!r})")
-        else:
-            set_override(raw, key, value, item, src)
+    trial_overrides = _apply_spec_overrides(raw, parse_overrides(overrides or [], src))
     for key in raw:
         if key not in SPEC_KEYS:
             raise unknown_key(src, key, SPEC_KEYS)
@@ -356,6 +347,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 raise SpecError(f"{src}: base.{key}: expected a mapping of {key} settings, got {value!r}{hint}")
         for key, value in _flatten(raw["base"]).items():
             _set_dotted(base, key, value, f"{src}: base")
+    _apply_trial_overrides(base, trial_overrides)
     resources = parse_resources(raw.get("resources", {}), src)
     max_concurrent = positive_int(raw, "max_concurrent", 2, src)
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
@@ -405,6 +397,62 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     report = check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
                      report_interval_s, stall_timeout_s)
+
+
+def _apply_spec_overrides(raw: dict, parsed: list) -> list:
+    """Apply the overrides of spec keys (seeds=[0], search.num_samples=4, ...) and preset switches
+    (model=x, +model=x, ++model=x, ~model[=x]; also base.model=x) to ``raw``; returns the
+    base.<trial key> ones, applied to the composed base config by _apply_trial_overrides.
+
+    Hydra's semantics (trainers/overrides.py) with the spec's top-level keys as the closed schema.
+    A spec is not a structured config: a spec key exists when the file writes it (``+seeds=[0]``
+    adds seeds to a spec without them; ``~seeds`` puts them back at the default [0]), and its
+    sections (resources, search, scheduler, report) are open mappings that load_spec checks after.
+    ``~model`` (a preset group) removes the group's preset from defaults."""
+    trial = []
+    for where, ov in parsed:
+        key = ov.key_or_group
+        group = key[len("base."):] if key.startswith("base.") else key
+        if group in preset_groups() and (isinstance(ov.value(), str) or (ov.is_delete() and ov.value() is None)):
+            _group_override(raw, group, ov, where)
+        elif key.startswith("base."):
+            trial.append((where, ov))
+        else:
+            try:
+                apply_override(raw, ov, dict.fromkeys(SPEC_KEYS))
+            except OverrideError as err:
+                raise SpecError(f"{where}: {err}") from None
+    return trial
+
+
+def _group_override(raw: dict, group: str, ov: Any, where: str) -> None:
+    """``model=x`` switches (or adds) the model preset; ``+model=x`` adds it (an error if defaults
+    has one), ``++model=x`` switches or adds, ``~model[=x]`` removes it from defaults."""
+    defaults = raw.get("defaults") or []
+    current = [d[group] for d in defaults if isinstance(d, dict) and list(d) == [group]] if isinstance(defaults, list) else []
+    name = ("+" if ov.is_add() else "~" if ov.is_delete() else "") + ov.key_or_group
+    if ov.is_add() and current:
+        raise SpecError(f"{where}: {ov.key_or_group} already exists (defaults has the {group} preset {current[0]!r}); "
+                        f"use {ov.key_or_group}=... or ++{ov.key_or_group}=... to switch it")
+    if not ov.is_delete():
+        switch_preset(raw, group, ov.value(), where)
+        return
+    if not current:
+        raise SpecError(f"{where}: {name}: defaults has no {group} preset to delete")
+    if ov.value() is not None and ov.value() != current[0]:
+        raise SpecError(f"{where}: {name}: not deleted: the {group} preset is {current[0]!r}, not {ov.value()!r}")
+    raw["defaults"] = [d for d in defaults if not (isinstance(d, dict) and list(d) == [group])]
+
+
+def _apply_trial_overrides(base: dict, parsed: list) -> None:
+    """Apply ``base.<key>`` overrides to the composed base trial config (presets + the spec's base):
+    the trial config's schema and dataclass defaults, as in ``python -m trainers.local``."""
+    schema, defaults = trial_schema(), TrialConfig().to_dict()
+    for where, ov in parsed:
+        try:
+            apply_override(base, ov, schema, defaults, key=ov.key_or_group[len("base."):], prefix="base.")
+        except OverrideError as err:
+            raise SpecError(f"{where}: {err}") from None
 
 
 def _seconds(raw: dict, key: str, default: float, src: str) -> float:

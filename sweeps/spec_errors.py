@@ -1,8 +1,9 @@
-"""The error type of sweep specs and its "did you mean" helper."""
+"""The error type of sweep specs and its unknown-key message (the "did you mean" hint is
+trainers/suggest.py's, shared with the trial config)."""
 
 from __future__ import annotations
 
-import difflib
+from trainers.suggest import did_you_mean
 
 
 class SpecError(ValueError):
@@ -10,6 +11,4 @@ class SpecError(ValueError):
 
 
 def unknown_key(where: str, key: str, allowed) -> SpecError:
-    hint = difflib.get_close_matches(str(key), list(allowed), n=1)
-    did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
-    return SpecError(f"{where}: unknown key '{key}'{did_you_mean}; expected one of {sorted(allowed)}")
+    return SpecError(f"{where}: unknown key '{key}'{did_you_mean(key, allowed)}; expected one of {sorted(allowed)}")

@@ -4,7 +4,7 @@ A group is a directory of configs/ (not sweeps/), an option the stem of a YAML f
 it: names are checked against a safe pattern and must resolve to a file under configs/<group>/,
 so a spec cannot reach outside configs/ (``{model: ../../x}``, ``{model: /abs/x}``, ``{model: a/b}``).
 The command-line override ``model=qwen3_0.6b_local`` (``base.model=...`` from `sweep run`)
-switches a group's preset.
+switches a group's preset; ``+model=...`` adds one, ``~model`` removes it (sweeps/spec.py).
 """
 
 from __future__ import annotations
@@ -40,12 +40,6 @@ def check_preset(group: Any, option: Any, where: str) -> None:
     file = CONFIGS_DIR / group / f"{option}.yaml"
     if not file.is_file() or file.resolve().parent != (CONFIGS_DIR / group).resolve():
         raise SpecError(f"{where}.{group}: no preset {option!r}; expected one of {options}")
-
-
-def preset_switch(key: str, value: Any) -> str | None:
-    """The group an override ``[base.]<group>=<option name>`` switches, else None."""
-    group = key[len("base."):] if key.startswith("base.") else key
-    return group if isinstance(value, str) and group in preset_groups() else None
 
 
 def switch_preset(raw: dict, group: str, option: str, where: str) -> None:

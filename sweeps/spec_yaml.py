@@ -1,12 +1,16 @@
 """Safe reading of sweep specs and their command-line overrides.
 
-* YAML 1.2 floats (``3e-4`` is a number, as in Hydra/OmegaConf).
+* Spec files: read with OmegaConf's YAML loader (``3e-4`` is a float, dates stay strings, as Hydra
+  reads configs), plus:
 * No anchors, aliases or merge keys (``&a``, ``*a``, ``<<``): a spec is written out, so an alias
   bomb fails at its first anchor; nesting deeper than MAX_DEPTH fails too.
 * A key that appears twice in one mapping is an error naming the key path and both lines
   (plain PyYAML silently keeps the last).
-* Values: no interpolation (``${oc.env:HOME}``, ``${a.b}``: a spec is never resolved, so the text
-  would reach model names and MLflow as is) and no non-finite numbers (``.nan``, ``.inf``, ``inf``).
+* Overrides: parsed by Hydra's override grammar (trainers/overrides.py: ``key=value``, ``+key=value``,
+  ``++key=value``, ``~key[=value]``; no anchors or aliases there either).
+* Values, in the file and in overrides: no interpolation (``${oc.env:HOME}``, ``${a.b}``: a spec is
+  never resolved, so the text would reach model names and MLflow as is) and no non-finite numbers
+  (``.nan``, ``.inf``, ``inf``, ``nan``, or such a string).
 
 Every error is a SpecError naming the spec file, the key path (or line) and what was expected.
 """
@@ -18,8 +22,10 @@ import re
 from typing import Any
 
 import yaml
+from omegaconf._utils import get_yaml_loader  # the loader OmegaConf.load uses (Hydra's YAML)
 
 from sweeps.spec_errors import SpecError
+from trainers.overrides import OverrideError, parse
 
 MAX_DEPTH = 32
 """Deepest nesting of mappings/lists in a spec (the deepest real one is about 5)."""
@@ -35,13 +41,12 @@ def _at(mark) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}"
 
 
-class SpecLoader(yaml.SafeLoader):
-    """SafeLoader that reads ``3e-4`` as a float (YAML 1.2), refuses anchors/aliases/merge keys and
-    deep nesting, and reports duplicate keys."""
+class SpecLoader(get_yaml_loader()):
+    """OmegaConf's (safe) YAML loader that also refuses anchors/aliases/merge keys and deep nesting,
+    and names the key path and both lines of a duplicate key."""
 
-    def __init__(self, stream, prefix: str = ""):
+    def __init__(self, stream):
         super().__init__(stream)
-        self.key_prefix = prefix  # key path of the document (an override's key)
         self._parts: list[str] = []  # key path of the node being composed
         self._paths: dict[int, str] = {}
 
@@ -51,7 +56,7 @@ class SpecLoader(yaml.SafeLoader):
                            else f"[{index}]" if isinstance(index, int) else "")
         try:
             event = self.peek_event()
-            where = (self.key_prefix + "".join(self._parts)).lstrip(".") or "top level"
+            where = "".join(self._parts).lstrip(".") or "top level"
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
                 raise _Refused(f"{where}: YAML anchors and aliases ('{sign}{event.anchor}', {_at(event.start_mark)}) "
@@ -65,7 +70,7 @@ class SpecLoader(yaml.SafeLoader):
 
     def construct_document(self, node):
         self._paths = {}
-        stack = [(node, self.key_prefix)]
+        stack = [(node, "")]
         while stack:  # key path of every mapping, for the duplicate-key message
             n, path = stack.pop()
             self._paths[id(n)] = path
@@ -96,14 +101,9 @@ class SpecLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-                                 list("-+0123456789"))
-
-
-def parse_yaml(text: str, src: str, prefix: str = "") -> Any:
-    """The spec text (or an override value at key path ``prefix``) as Python data; SpecError naming
-    ``src`` on bad YAML or a refused construct."""
-    loader = SpecLoader(text, prefix)
+def parse_yaml(text: str, src: str) -> Any:
+    """The spec text as Python data; SpecError naming ``src`` on bad YAML or a refused construct."""
+    loader = SpecLoader(text)
     try:
         return loader.get_single_data()
     except _Refused as err:
@@ -141,28 +141,29 @@ def _interpolation(src: str, path: str, text: str) -> None:
                     "${oc.env:VAR} or ${a.b} are not resolved in a spec and not allowed (write the value itself)")
 
 
-def parse_override(item: str, src: str) -> tuple[str, Any]:
-    """``key.path=value`` -> (key path, value read as spec YAML, checked like spec values)."""
-    where = f"{src} (command-line override {item!r})"
-    if not isinstance(item, str) or "=" not in item:
-        raise SpecError(f"{where}: expected key.path=value")
-    key, text = item.split("=", 1)
-    key = key.strip()
-    if not key or any(not part for part in key.split(".")):
-        raise SpecError(f"{where}: expected key.path=value with a non-empty key path, got key {key!r}")
-    value = parse_yaml(text, where, key) if text else ""
-    check_values(value, where, key)
-    if "${" in key:
-        _interpolation(where, key, key)
-    return key, value
+def parse_overrides(items: list[str], src: str) -> list[tuple[str, Any]]:
+    """Each command-line override as (where, Hydra Override): parsed by Hydra's grammar, its value
+    checked like spec values; SpecError naming ``src``, the override and the key path."""
+    parsed = []
+    for item in items:
+        where = f"{src} (command-line override {item!r})"
+        try:
+            ov = parse(item)
+        except OverrideError as err:
+            raise SpecError(f"{where}: {err}") from None
+        if ov.key_or_group.count(".") + 1 + _depth(ov.value()) > MAX_DEPTH:
+            raise SpecError(f"{where}: {ov.key_or_group}: nested more than {MAX_DEPTH} levels deep; expected a flatter value")
+        check_values(ov.value(), where, ov.key_or_group)
+        parsed.append((where, ov))
+    return parsed
 
 
-def set_override(data: dict, key: str, value: Any, item: str, src: str) -> None:
-    """Set ``data[a][b]... = value`` for key ``a.b...``, creating mappings on the way."""
-    node = data
-    for part in key.split(".")[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise SpecError(f"{src} (command-line override {item!r}): {part}: expected a mapping to set "
-                            f"{key} in, got {node!r}")
-    node[key.split(".")[-1]] = value
+def _depth(value: Any) -> int:
+    """Levels of mappings/lists in ``value`` (0 for a scalar)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(v, (dict, list)):
+            stack += [(sub, d + 1) for sub in (v.values() if isinstance(v, dict) else v)]
+    return deepest

@@ -4,14 +4,21 @@ YAML is the user surface; these dataclasses are what the code sees. ``TrialConfi
 rejects unknown keys (with a "did you mean" suggestion) and out-of-range values, naming the
 key path, e.g. ``trainer.group_size: expected an integer >= 2, got 1``.
 
-    cfg = load_trial_config("configs/trainer/local_tiny.yaml", ["trainer.steps=50", "algorithm.name=gspo"])
-    python -m trainers.config [CONFIG.yaml] [key=value ...]   # print the resolved config
+    cfg = load_trial_config("my_trial.yaml", ["trainer.steps=50", "algorithm.name=gspo", "~trainer.lr"])
+    python -m trainers.config [CONFIG.yaml] [override ...]   # print the resolved config
+
+Files are read as OmegaConf reads YAML (``3e-4`` is a float; no interpolation is resolved);
+overrides are Hydra's (trainers/overrides.py: ``key=value``, ``+key=value``, ``++key=value``,
+``~key``, ``~key=value``, values typed by Hydra's grammar). The dataclasses are the schema: each of
+their fields exists with its default, so ``+trainer.lr=1`` is refused ("trainer.lr already exists")
+and ``~trainer.lr`` (or ``~trainer``) puts the field (or section) back at its dataclass default;
+``algorithm.params`` and ``data.eval_files`` are open mappings (``~algorithm.params.eps_low``: the
+objective's paper default again).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +29,8 @@ import yaml
 from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
 from trainers.objectives import get_objective
+from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
+from trainers.suggest import did_you_mean
 
 
 class ConfigError(ValueError):
@@ -154,16 +163,27 @@ def _build(cls: type, data: Any, prefix: str, source: str) -> Any:
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
-            hint = difflib.get_close_matches(str(key), list(fields), n=1)
-            did_you_mean = f" (did you mean '{prefix}{hint[0]}'?)" if hint else ""
-            raise ConfigError(f"{source}: {prefix}{key}: unknown key{did_you_mean}; expected one of {sorted(fields)}")
-        f = fields[key]
-        sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
-        if sub is not None and dataclasses.is_dataclass(sub):
+            raise ConfigError(f"{source}: {prefix}{key}: unknown key{did_you_mean(key, fields, prefix)}; "
+                              f"expected one of {sorted(fields)}")
+        sub = _section(fields[key])
+        if sub is not None:
             kwargs[key] = _build(sub, value, f"{prefix}{key}.", source)
         else:
-            kwargs[key] = _coerce(f, value, f"{prefix}{key}", source)
+            kwargs[key] = _coerce(fields[key], value, f"{prefix}{key}", source)
     return cls(**kwargs)
+
+
+def _section(f: dataclasses.Field) -> type | None:
+    """The dataclass of a nested section (model, trainer, ...), else None."""
+    sub = f.default_factory
+    return sub if sub is not dataclasses.MISSING and dataclasses.is_dataclass(sub) else None
+
+
+def trial_schema(cls: type | None = None) -> dict[str, Any]:
+    """The override schema of TrialConfig (or a section): closed mappings (dataclasses) as dicts of
+    their fields, leaves and open mappings (algorithm.params, data.eval_files) as None."""
+    cls = cls or TrialConfig
+    return {f.name: trial_schema(_section(f)) if _section(f) else None for f in dataclasses.fields(cls)}
 
 
 def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
@@ -179,11 +199,6 @@ def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             fail("an integer")
     elif kind.startswith("float"):
-        if isinstance(value, str):  # YAML 1.1 reads '5e-3' (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                fail("a number")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             fail("a number")
         value = float(value)
@@ -252,32 +267,46 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
         raise ConfigError(f"{source}: algorithm: {err}") from None
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "command line") -> dict[str, Any]:
-    """Apply ``key.path=value`` overrides (values parsed as YAML) to a nested dict, in place."""
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"{source}: override {item!r}: expected key.path=value")
-        key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw else ""
-        node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"{source}: override {item!r}: {part} is not a mapping")
-        node[parts[-1]] = value
+def apply_overrides(data: dict[str, Any], items: list[str], source: str = "command line") -> dict[str, Any]:
+    """Apply Hydra overrides (see the module docstring) to a trial-config dict in place; keys it
+    leaves out are at their dataclass defaults. ConfigError naming the override and the key path."""
+    schema, defaults = trial_schema(), TrialConfig().to_dict()
+    for item in items:
+        try:
+            apply_override(data, parse_override(item), schema, defaults)
+        except OverrideError as err:
+            raise ConfigError(f"{source}: override {item!r}: {err}") from None
     return data
+
+
+def split_args(args: list[str]) -> tuple[str | None, list[str]]:
+    """``[CONFIG.yaml] [override ...]`` -> (the config path or None, the overrides). An override has
+    '=' or starts with '+' or '~'; only the first argument may be a config file."""
+    def is_override(arg: str) -> bool:
+        return "=" in arg or arg.startswith(("+", "~"))
+    path = args[0] if args and not is_override(args[0]) else None
+    rest = args[1:] if path is not None else args
+    for arg in rest:
+        if not is_override(arg):
+            raise ConfigError(f"argument {arg!r}: expected an override ({USAGE}); only the first "
+                              "argument may be a config file")
+    return path, list(rest)
 
 
 def load_trial_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrialConfig:
     """Read a trial YAML (or the defaults when path is None), apply overrides, validate."""
-    data: dict[str, Any] = {}
+    from omegaconf import OmegaConf
+
+    data: Any = {}
     source = "defaults"
     if path is not None:
         source = str(path)
         if not Path(path).is_file():
             raise ConfigError(f"{path}: file not found")
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        try:
+            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+        except Exception as err:  # yaml.YAMLError, omegaconf errors: a file that is no config
+            raise ConfigError(f"{path}: expected a YAML mapping of trial settings ({type(err).__name__}: {err})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level")
     apply_overrides(data, overrides or [])
@@ -285,7 +314,8 @@ def load_trial_config(path: str | Path | None = None, overrides: list[str] | Non
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    config_path = args[0] if args and "=" not in args[0] else None
-    cfg = load_trial_config(config_path, [a for a in args if "=" in a])
+    try:
+        cfg = load_trial_config(*split_args(sys.argv[1:]))
+    except ConfigError as err:
+        sys.exit(f"error: {err}")
     print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

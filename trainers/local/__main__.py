@@ -1,10 +1,14 @@
 """Run one trial of the built-in trainer from the command line, printing each logged step.
 
     python -m trainers.local                                  # the default preset (200 steps)
-    python -m trainers.local configs/trainer/local_tiny.yaml algorithm.name=dhpo algorithm.params.mixing=entropy
+    python -m trainers.local my_trial.yaml algorithm.name=dhpo algorithm.params.mixing=entropy  # a trial YAML: model:, trainer:, ...
     python -m trainers.local --smoke                          # a few steps, seconds
     python -m trainers.local --workdir runs/manual            # also write checkpoints there
     python -m trainers.local --resume runs/manual/checkpoint_000050
+    python -m trainers.local algorithm.params.eps_low=3e-4 ~trainer.lr +algorithm.params.agg=token-mean
+
+Overrides are Hydra's: key=value, +key=value (add), ++key=value (set or add), ~key[=value] (delete:
+back to the dataclass default); values typed by Hydra (3e-4 is a float). See trainers/overrides.py.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from trainers.config import ConfigError, load_trial_config
+from trainers.config import ConfigError, load_trial_config, split_args
 from trainers.local.trainer import train
 
 SMOKE_OVERRIDES = ["trainer.steps=3", "trainer.eval_every=3", "data.eval_size=8", "trainer.eval_k=1",
@@ -24,17 +28,14 @@ SMOKE_OVERRIDES = ["trainer.steps=3", "trainer.eval_every=3", "data.eval_size=8"
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainers.local", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("args", nargs="*", help="[CONFIG.yaml] then key=value overrides")
+    parser.add_argument("args", nargs="*", help="[CONFIG.yaml] then overrides: key=value, +key=value, ++key=value, ~key")
     parser.add_argument("--smoke", action="store_true", help="tiny run (3 steps) for a quick end-to-end check")
     parser.add_argument("--workdir", type=Path, default=None, help="directory for checkpoints")
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint directory to resume from")
     ns = parser.parse_args(argv)
-    config_path = ns.args[0] if ns.args and "=" not in ns.args[0] else None
-    overrides = [a for a in ns.args if "=" in a]
-    if ns.smoke:
-        overrides = SMOKE_OVERRIDES + overrides
     try:
-        cfg = load_trial_config(config_path, overrides)
+        config_path, overrides = split_args(ns.args)
+        cfg = load_trial_config(config_path, (SMOKE_OVERRIDES if ns.smoke else []) + overrides)
     except (ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -27,18 +27,18 @@ from pathlib import Path
 
 import torch
 
-from evaluators.metrics import group_advantages
 from evaluators.rewards import compute_reward
 from evaluators.tasks import Problem
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged
 from trainers.config import TrialConfig
+from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
 from trainers.local.data import load_data
 from trainers.local.model import load_policy, resolve_device
 from trainers.local.optimizer import WarmupAdamW
 from trainers.local.rollout import Rollout, sample, score
 from trainers.local.warmstart import ensure_base_checkpoint
-from trainers.objectives import PolicyBatch, get_objective
+from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
 
 EVAL_CHUNK = 256  # sequences per evaluation forward batch
 
@@ -90,8 +90,9 @@ def _check_finite(step: int, metrics: dict[str, float]) -> None:
 
 
 def _complete_metrics(name: str, m: dict[str, float]) -> dict[str, float]:
-    """Every objective logs the same clip-fraction keys: 0 where it has no such clip."""
-    level = {"grpo": "token", "cispo": "token", "gmpo": "token", "gspo": "seq"}.get(name)
+    """Every objective logs the same clip-fraction keys: its actor/pg_clipfrac also fills
+    actor/clipfrac_<level> for the level its ObjectiveSpec.clipfrac_level declares; 0 where it has no such clip."""
+    level = OBJECTIVES[name].clipfrac_level
     if level:
         m.setdefault(f"actor/clipfrac_{level}", m.get("actor/pg_clipfrac", 0.0))
     m.setdefault("actor/pg_clipfrac", 0.0)

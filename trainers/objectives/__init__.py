@@ -5,10 +5,14 @@
     loss, metrics = fn(PolicyBatch(log_probs, old_log_probs, advantages, response_mask, entropy))
 
 One module per family (grpo, gspo, gmpo, cispo, sapo, sspo, dhpo); shared helpers in base.py;
-``python -m trainers.objectives`` lists the objectives and their parameters.
+``python -m trainers.objectives`` lists the objectives and their parameters. A new objective is
+its module, one ObjectiveSpec in registry.py (or ``register_objective(spec)``) and its tests.
 """
 
 from trainers.objectives.base import AGG_MODES, PolicyBatch
-from trainers.objectives.registry import OBJECTIVES, Objective, ObjectiveSpec, get_objective
+from trainers.objectives.registry import (
+    OBJECTIVES, LabelPart, Objective, ObjectiveSpec, get_objective, register_objective, unregister_objective,
+)
 
-__all__ = ["AGG_MODES", "OBJECTIVES", "Objective", "ObjectiveSpec", "PolicyBatch", "get_objective"]
+__all__ = ["AGG_MODES", "OBJECTIVES", "LabelPart", "Objective", "ObjectiveSpec", "PolicyBatch", "get_objective",
+           "register_objective", "unregister_objective"]

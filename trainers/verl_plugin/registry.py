@@ -41,9 +41,9 @@ rollout_is_weights (verl's rollout-correction IS weights, >= 0, detached)
     advantage passed to the objective by w is exactly multiplying the loss term by w:
       - per-token objectives (grpo, gspo's token-wise form, cispo, sapo, dhpo): A_{i,t} * w_{i,t},
         i.e. the per-token loss times w_{i,t}, as verl's vanilla/gspo/cispo/sapo do;
-      - sequence objectives (gmpo, sspo: one term J_i per response): A_i * w_i with w_i the
-        geometric mean of w over the response's tokens, as verl's geo_mean does. A per-token
-        weight cannot enter a geometric mean of ratios without changing the objective.
+      - sequence objectives (ObjectiveSpec.sequence_term: gmpo, sspo, one term J_i per response):
+        A_i * w_i with w_i the geometric mean of w over the response's tokens, as verl's geo_mean
+        does. A per-token weight cannot enter a geometric mean of ratios without changing the objective.
     Negative weights are not checked for (that would cost a device sync); verl never makes any.
 
 Entropy (dhpo mixing='entropy')
@@ -91,12 +91,9 @@ import torch
 from verl.trainer.ppo import core_algos
 from verl.workers.config import PolicyLossConfig
 
-from trainers.objectives import AGG_MODES, OBJECTIVES, PolicyBatch, get_objective
+from trainers.objectives import AGG_MODES, OBJECTIVES, ObjectiveSpec, PolicyBatch, get_objective
 
 PREFIX = "zoo_"
-# Objectives with one term J_i per response (built with aggregate_sequences): IS weights enter
-# as a per-response geometric mean; all others take them per token.
-SEQUENCE_TERM_OBJECTIVES = frozenset({"gmpo", "sspo"})
 # our parameter -> verl ActorConfig field it is read from when policy_loss does not set it
 ACTOR_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
 
@@ -160,17 +157,19 @@ def objective_params(name: str, config: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _configured(name: str, params: tuple[tuple[str, Any], ...]):
-    # get_objective validates; cached because verl calls the loss once per micro-batch.
-    return get_objective(name, **dict(params))
+def _configured(spec: ObjectiveSpec, params: tuple[tuple[str, Any], ...]):
+    # get_objective validates; cached because verl calls the loss once per micro-batch. Keyed by
+    # the spec, not its name: a spec registered again under the same name is not served stale.
+    return get_objective(spec.name, **dict(params))
 
 
 def _weighted_advantages(name: str, advantages: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
-    """Fold rollout IS weights into the advantages (exact: losses are 1-homogeneous in A >= 0 scaling)."""
+    """Fold rollout IS weights into the advantages (exact: losses are 1-homogeneous in A >= 0 scaling):
+    per response (geometric mean) for objectives whose ObjectiveSpec.sequence_term is set, else per token."""
     if weights is None:
         return advantages
     weights = weights.detach()
-    if name in SEQUENCE_TERM_OBJECTIVES:
+    if OBJECTIVES[name].sequence_term:
         # geometric mean of the token weights over each response, exactly as verl's geo_mean
         m = mask.to(weights.dtype)
         seq_w = torch.exp((torch.log(weights + 1e-10) * m).sum(-1) / (m.sum(-1) + 1e-8))
@@ -219,7 +218,7 @@ def make_policy_loss(name: str):
             )
         params = objective_params(name, config)
         params["agg"] = loss_agg_mode
-        objective = _configured(name, tuple(sorted(params.items())))
+        objective = _configured(OBJECTIVES[name], tuple(sorted(params.items())))
         if entropy is None:
             entropy = _FORWARDED_ENTROPY.get()
         if getattr(objective.params, "mixing", None) == "entropy" and entropy is None:

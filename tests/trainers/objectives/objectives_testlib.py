@@ -19,22 +19,6 @@ AGGS = ("seq-mean-token-mean", "token-mean")
 GATES = ("atanlog", "siglog", "expatan", "expsig", "gumbel")
 GARBAGE = (float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 7.0)
 
-# Every objective and every option (aggregation is crossed in ``configs``).
-OPTIONS: list[tuple[str, dict]] = [
-    ("grpo", {}),
-    ("grpo", {"eps_high": 0.28}),
-    ("gspo", {}),
-    ("gspo", {"eps_low": 0.2, "eps_high": 0.28}),
-    ("gmpo", {}),
-    ("gmpo", {"clip_in_log_space": True}),
-    ("cispo", {}),
-    ("sapo", {}),
-    *[("sspo", {"gate": g}) for g in GATES],
-    *[("dhpo", {"mixing": m, "clip_mode": c, "entropy_norm": n})
-      for m in ("averaged", "entropy") for c in ("branch", "unified") for n in ("batch", "sequence")],
-]
-
-
 # ---- the discrete options of every registered objective, read from the registry ----
 
 DEFAULTS = {name: {f.name: f.default for f in dataclasses.fields(spec.params_cls)} for name, spec in OBJECTIVES.items()}
@@ -69,6 +53,17 @@ def variant_grid(name):
     """Every combination of the objective's discrete options, as a list of params dicts."""
     opts = discrete_options(name)
     return [dict(zip(opts, values)) for values in itertools.product(*opts.values())]
+
+
+# Numeric settings tested besides each objective's discrete options (variant_grid).
+EXTRA_OPTIONS: dict[str, list[dict]] = {
+    "grpo": [{"eps_high": 0.28}],  # DAPO clip-higher
+    "gspo": [{"eps_low": 0.2, "eps_high": 0.28}],  # a clip range that binds
+}
+
+# Every registered objective and every option (aggregation is crossed in ``configs``).
+OPTIONS: list[tuple[str, dict]] = [(name, params) for name in OBJECTIVES
+                                   for params in [*variant_grid(name), *EXTRA_OPTIONS.get(name, [])]]
 
 
 def configs(aggs=AGGS):
@@ -159,3 +154,87 @@ def assert_finite_metrics(metrics):
     for key, value in metrics.items():
         assert isinstance(key, str) and type(value) is float, (key, value)
         assert math.isfinite(value), (key, value)
+
+
+# ---- completeness of a registered objective (test_objectives_registry, test_objectives_newcomer) ----
+
+CLIPFRAC_KEYS = ("actor/clipfrac_token", "actor/clipfrac_seq")
+
+
+def variant_metrics(name):
+    """[(params, metrics)] of every discrete variant x aggregation on one off-policy batch (clips bind)."""
+    lp, old, adv, mask, ent = random_batch([6, 3, 5, 1], 6, seed=11, scale=0.6)
+    out = []
+    for variant in variant_grid(name):
+        for agg in AGGS:
+            params = {**variant, "agg": agg}
+            loss, grad, metrics = evaluate(name, params, lp, old, adv, mask, ent)
+            assert loss.dim() == 0 and torch.isfinite(loss) and torch.isfinite(grad).all(), (name, params)
+            assert_finite_metrics(metrics)
+            out.append((params, metrics))
+    return out
+
+
+def depends_only_on_response_advantages(name, params):
+    """True when the gradient is unchanged by replacing per-token advantages A_{i,t} with their
+    response mean A_i: the mark of one term J_i(A_i) per response (aggregate_sequences).
+
+    On-policy (r = 1) nothing clips, so per-token objectives weight token t by its own A_{i,t}.
+    """
+    lp, _, _, mask, ent = random_batch([5, 3, 4], 5, seed=12)
+    g = torch.Generator().manual_seed(13)
+    adv_tok = (torch.rand(3, 5, generator=g, dtype=torch.float64) + 0.5) * torch.tensor([[1.0], [-1.0], [2.0]]) * mask
+    adv_mean = (adv_tok.sum(-1) / mask.sum(-1))[:, None] * mask
+    _, grad_tok, _ = evaluate(name, params, lp, lp, adv_tok, mask, ent)
+    _, grad_mean, _ = evaluate(name, params, lp, lp, adv_mean, mask, ent)
+    return torch.allclose(grad_tok, grad_mean, rtol=1e-9, atol=1e-12)
+
+
+def check_objective_complete(spec):
+    """Assert that a registered ObjectiveSpec carries everything the platform reads from it."""
+    from sweeps.spec import MAX_LABEL  # the limit a spec's own `label:` is held to
+
+    name = spec.name
+    assert OBJECTIVES.get(name) is spec, f"{name}: not the registered spec"
+    # params: a frozen dataclass, documented fields, constructible defaults, 'agg' (verl maps loss_agg_mode to it)
+    assert dataclasses.is_dataclass(spec.params_cls) and spec.params_cls.__dataclass_params__.frozen, name
+    docs = spec.param_docs()
+    assert all(doc for _, doc in docs.values()), f"{name}: every params field needs a one-line docstring: {docs}"
+    assert "agg" in docs, f"{name}: params need an 'agg' field (one of {AGGS})"
+    assert get_objective(name).params == spec.params_cls()
+    assert spec.summary.strip(), name
+    # label: non-empty, unique among objectives, for every discrete variant
+    assert spec.label.strip() and spec.label == spec.label.strip(), name
+    others = {s.label: s.name for s in OBJECTIVES.values() if s.name != name}
+    assert spec.label not in others, f"{name}: label {spec.label!r} is also {others.get(spec.label)!r}'s"
+    other_labels = {s.label_for(v) for s in OBJECTIVES.values() if s.name != name for v in variant_grid(s.name)}
+    for variant in variant_grid(name):
+        label = spec.label_for(variant)
+        assert label.startswith(spec.label) and 0 < len(label) <= MAX_LABEL and label.isprintable(), (name, label)
+        assert label not in other_labels, f"{name}: method label {label!r} is also another objective's"
+    assert spec.label_for({}) == spec.label_for(dataclasses.asdict(spec.params_cls())), name
+    options = discrete_options(name)
+    for part in spec.label_parts:
+        if part.texts:  # listed texts must cover every allowed value (no ' (<value>)' fallback by accident)
+            listed = [value for value, _ in part.texts]
+            assert sorted(map(repr, options.get(part.param, listed))) == sorted(map(repr, listed)), (name, part)
+    # clipfrac_level: consistent with the metrics the loss reports
+    assert spec.clipfrac_level in (None, "token", "seq"), name
+    results = variant_metrics(name)
+    if spec.clipfrac_level is not None:
+        for params, metrics in results:
+            assert "actor/pg_clipfrac" in metrics, f"{name} {params}: clipfrac_level set but no actor/pg_clipfrac"
+            own = [k for k in CLIPFRAC_KEYS if k in metrics]
+            assert own in ([], [f"actor/clipfrac_{spec.clipfrac_level}"]), (name, params, own)
+    else:
+        always_pg = all("actor/pg_clipfrac" in m for _, m in results)
+        ever_own = any(k in m for _, m in results for k in CLIPFRAC_KEYS)
+        assert not always_pg or ever_own, (f"{name}: reports actor/pg_clipfrac but declares no clipfrac_level, "
+                                           "so actor/clipfrac_token and actor/clipfrac_seq would be logged as 0")
+    # sequence_term: one J_i(A_i) per response iff declared
+    for variant in variant_grid(name):
+        for agg in AGGS:
+            params = {**variant, "agg": agg}
+            assert depends_only_on_response_advantages(name, params) == spec.sequence_term, (
+                f"{name} {params}: sequence_term={spec.sequence_term} but the gradient "
+                f"{'depends on' if spec.sequence_term else 'ignores'} per-token advantages")

@@ -78,7 +78,7 @@ def assert_same(a, b):
 
 def test_all_zoo_keys_registered_and_callable():
     expected = {f"zoo_{name}" for name in OBJECTIVES}
-    assert expected == {"zoo_grpo", "zoo_gspo", "zoo_gmpo", "zoo_cispo", "zoo_sapo", "zoo_sspo", "zoo_dhpo"}
+    assert expected >= {"zoo_grpo", "zoo_gspo", "zoo_gmpo", "zoo_cispo", "zoo_sapo", "zoo_sspo", "zoo_dhpo"}
     assert expected <= set(POLICY_LOSS_REGISTRY)
     verl_params = list(inspect.signature(POLICY_LOSS_REGISTRY["vanilla"]).parameters)
     x = make_inputs()
@@ -268,10 +268,14 @@ def test_gspo_verl_clamps_log_seq_ratio_at_10_ours_at_20():
 
 
 def _direct_cases():
-    cases = [("grpo", {}), ("gspo", {}), ("gmpo", {}), ("gmpo", {"clip_in_log_space": True}), ("cispo", {}), ("sapo", {})]
-    cases += [("sspo", {"gate": g}) for g in ("atanlog", "siglog", "expatan", "expsig", "gumbel")]
-    cases += [("dhpo", {"mixing": m, "clip_mode": c, "entropy_norm": n})
-              for m in ("averaged", "entropy") for c in ("branch", "unified") for n in ("batch", "sequence")]
+    # every registered objective with its defaults; these with every discrete option instead
+    options = {
+        "gmpo": [{}, {"clip_in_log_space": True}],
+        "sspo": [{"gate": g} for g in ("atanlog", "siglog", "expatan", "expsig", "gumbel")],
+        "dhpo": [{"mixing": m, "clip_mode": c, "entropy_norm": n}
+                 for m in ("averaged", "entropy") for c in ("branch", "unified") for n in ("batch", "sequence")],
+    }
+    cases = [(name, params) for name in OBJECTIVES for params in options.get(name, [{}])]
     return [pytest.param(n, p, agg, id="-".join([n, *map(str, p.values()), agg])) for n, p in cases for agg in AGGS]
 
 
@@ -288,6 +292,19 @@ def test_zoo_loss_equals_get_objective(name, extra, agg):
     (grad,) = torch.autograd.grad(loss, lp)
     assert_same(via_verl, (loss.detach(), grad))
     assert via_verl[2] == metrics
+
+
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_is_weights_enter_per_response_iff_sequence_term(name):
+    """ObjectiveSpec.sequence_term decides: geometric mean of the weights per response, else per token."""
+    x = make_inputs(seed=14)
+    cfg, agg = actor_config(), "seq-mean-token-mean"
+    entropy = x["entropy"] if name == "dhpo" else None
+    m = x["mask"].to(x["weights"].dtype)
+    geo_mean = torch.exp((torch.log(x["weights"] + 1e-10) * m).sum(-1) / (m.sum(-1) + 1e-8))
+    folded = x["adv"] * (geo_mean[:, None] if OBJECTIVES[name].sequence_term else x["weights"])
+    weighted = call(f"zoo_{name}", x, agg, cfg, x["weights"], entropy=entropy)
+    assert_same(weighted, call(f"zoo_{name}", {**x, "adv": folded}, agg, cfg, entropy=entropy))
 
 
 # ---------------------------------------------------------------- parameter mapping and errors
