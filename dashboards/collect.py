@@ -18,7 +18,6 @@ for every (run, key) pair, issued from a thread pool. Pass `bulk=False` to force
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sqlite3
@@ -30,6 +29,8 @@ from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
+
+from trainers.suggest import did_you_mean
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason")
 HISTORY_COLUMNS = ["run_id", "trial_id", "method", "config", "seed", "model", "key", "step", "value"]
@@ -84,11 +85,9 @@ def _find_experiment(client, sweep: str):
     if exp is not None:
         return exp
     names = sorted(e.name for e in client.search_experiments())
-    close = difflib.get_close_matches(sweep, names, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
     listing = ", ".join(names) if names else "(none)"
-    raise ValueError(f"unknown sweep {sweep!r}: no MLflow experiment of that name at "
-                     f"{client.tracking_uri}.{hint} Experiments there: {listing}")
+    raise ValueError(f"unknown sweep {sweep!r}{did_you_mean(sweep, names)}: no MLflow experiment of that name at "
+                     f"{client.tracking_uri}. Experiments there: {listing}")
 
 
 def _search(client, exp_id: str, filter_string: str) -> list:

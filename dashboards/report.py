@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import difflib
 import html
 import importlib.util
 from dataclasses import dataclass, field
@@ -29,15 +28,14 @@ from plotly.offline import get_plotlyjs
 from dashboards import curves as cv
 from dashboards.collect import SweepData, collect
 from dashboards.tables import TableConfig, table_from_sweep, with_declared_benchmarks
+from trainers.suggest import did_you_mean
 
 FORMATS = ("html", "md", "latex", "csv", "png", "svg")
 DEFAULT_CURVES = ["actor/entropy", "response_length/mean", "val/avg/acc"]
 
 
 def _did_you_mean(key: str, known: list[str], where: str) -> ValueError:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ValueError(f"{where}: unknown key {key!r}{hint} (known: {', '.join(known)})")
+    return ValueError(f"{where}: unknown key {key!r}{did_you_mean(key, known)} (known: {', '.join(known)})")
 
 
 @dataclass

@@ -58,7 +58,7 @@ def test_select_by_parent_run_id_and_keys(known_store):
 
 
 def test_unknown_sweep_lists_experiments(known_store):
-    with pytest.raises(ValueError, match=r"unknown sweep 'knwon'.*Did you mean 'known'.*Experiments there: .*known"):
+    with pytest.raises(ValueError, match=r"unknown sweep 'knwon'.*did you mean 'known'.*Experiments there: .*known"):
         collect("knwon", tracking_uri=known_store.uri)
 
 

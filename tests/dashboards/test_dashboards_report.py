@@ -133,9 +133,9 @@ def test_report_config_from_dict_and_validation():
     cfg = ReportConfig.from_dict({"table": {"select_by": "val/avg/acc", "at": "final"},
                                   "curves": ["actor/entropy", "response_length/mean", "val/avg/acc"]})
     assert cfg.table == TableConfig(select_by="val/avg/acc", at="final") and cfg.ema_alpha == 1.0
-    with pytest.raises(ValueError, match=r"report: unknown key 'curve'; did you mean 'curves'\?"):
+    with pytest.raises(ValueError, match=r"report: unknown key 'curve' \(did you mean 'curves'\?\)"):
         ReportConfig.from_dict({"curve": ["x"]})
-    with pytest.raises(ValueError, match=r"report.table: unknown key 'selectby'; did you mean 'select_by'\?"):
+    with pytest.raises(ValueError, match=r"report.table: unknown key 'selectby' \(did you mean 'select_by'\?\)"):
         ReportConfig.from_dict({"table": {"selectby": "AVG"}})
     with pytest.raises(ValueError, match=r"TableConfig.at:"):
         ReportConfig.from_dict({"table": {"at": "end"}})

@@ -139,8 +139,8 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
 if __name__ == "__main__":
     from trainers.local.data import load_data
 
-    args = sys.argv[1:]
-    path = args[0] if args and "=" not in args[0] else None
-    config = load_trial_config(path, [a for a in args if "=" in a])
+    from trainers.config import split_args
+
+    config = load_trial_config(*split_args(sys.argv[1:]))
     train, _ = load_data(config)
     print(ensure_base_checkpoint(config, train))

@@ -14,7 +14,6 @@ tests/trainers/objectives/test_objectives_registry.py checks that every register
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import re
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from trainers.objectives.base import PolicyBatch
+from trainers.suggest import did_you_mean
 from trainers.objectives.cispo import CISPOParams, cispo_loss
 from trainers.objectives.dhpo import DHPOParams, dhpo_loss
 from trainers.objectives.gmpo import GMPOParams, gmpo_loss
@@ -216,16 +216,13 @@ def get_objective(name: str, **params: Any) -> Objective:
     Raises ValueError naming the unknown objective/parameter or the out-of-range value.
     """
     if name not in OBJECTIVES:
-        hint = difflib.get_close_matches(str(name), OBJECTIVES, n=1)
-        did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ValueError(f"objective: unknown name {name!r}{did_you_mean}; expected one of {sorted(OBJECTIVES)}")
+        raise ValueError(f"objective: unknown name {name!r}{did_you_mean(name, OBJECTIVES)}; "
+                         f"expected one of {sorted(OBJECTIVES)}")
     spec = OBJECTIVES[name]
     allowed = [f.name for f in dataclasses.fields(spec.params_cls)]
     for key in params:
         if key not in allowed:
-            hint = difflib.get_close_matches(key, allowed, n=1)
-            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise ValueError(f"{name}.{key}: unknown parameter{did_you_mean}; expected one of {allowed}")
+            raise ValueError(f"{name}.{key}: unknown parameter{did_you_mean(key, allowed)}; expected one of {allowed}")
     try:
         return Objective(spec, spec.params_cls(**params))
     except ValueError as err:
