@@ -46,11 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.spec_errors import SpecError, unknown_key
-from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups, switch_preset
+from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
 from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
-from trainers.config import ConfigError, TrialConfig, trial_schema
-from trainers.overrides import OverrideError, apply as apply_override
+from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
+from sweeps.trial_ids import cap_id, config_id, id_part
+from trainers.config import ConfigError, TrialConfig
 from trainers.objectives import OBJECTIVES
 
 __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
@@ -59,16 +60,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
              "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report")
 TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm", "seed", "backend")
-SHORT = {"eps_low": "lo", "eps_high": "hi", "tau_pos": "tp", "tau_neg": "tn", "eps_low_token": "lot",
-         "eps_high_token": "hit", "eps_low_seq": "los", "eps_high_seq": "his", "entropy_norm": "norm"}
 SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm")  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-MAX_ID = 120
-"""Longest trial id; config ids get at most MAX_ID - len('.s4294967295') characters."""
-MAX_CONFIG_ID = MAX_ID - 12
 MAX_SEED = 2**32 - 1
 MAX_LABEL = 60
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.+-]|\.{2,}")
 
 
 @dataclass
@@ -149,9 +144,9 @@ def search_trial(template: Trial, values: dict[str, Any]) -> Trial:
     for key, value in values.items():
         _set_dotted(data, key, value)
     cfg = TrialConfig.from_dict(data, source="search sample")
-    suffix = "-".join(_id_part(k, round(v, 6) if isinstance(v, float) else v) for k, v in sorted(values.items()))
-    config_id = _cap_id(f"{template.config_id}-{suffix}")
-    return Trial(f"{config_id}.s{cfg.seed}", config_id, template.method, template.variant, cfg)
+    suffix = "-".join(id_part(k, round(v, 6) if isinstance(v, float) else v) for k, v in sorted(values.items()))
+    cid = cap_id(f"{template.config_id}-{suffix}")
+    return Trial(f"{cid}.s{cfg.seed}", cid, template.method, template.variant, cfg)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -203,49 +198,6 @@ def _is_axis(key: str, value: Any) -> bool:
     if key == "data.benchmarks":  # a list-valued field: a list of lists is an axis
         return all(isinstance(v, list) for v in value)
     return True
-
-
-def _safe_id(text: str) -> str:
-    """Only A-Za-z0-9_.+- (anything else, and runs of dots, become '_'): ids become directory names."""
-    return _UNSAFE_ID.sub("_", text) or "_"
-
-
-def _cap_id(config_id: str) -> str:
-    """At most MAX_CONFIG_ID characters: a longer id keeps its head plus a hash of the whole (stable, unique)."""
-    if len(config_id) <= MAX_CONFIG_ID:
-        return config_id
-    digest = hashlib.sha1(config_id.encode()).hexdigest()[:8]
-    return f"{config_id[:MAX_CONFIG_ID - 9]}-{digest}"
-
-
-def _id_part(key: str, value: Any) -> str:
-    leaf = key.split(".")[-1]
-    if isinstance(value, bool):
-        part = leaf if value else f"no-{leaf}"
-    elif isinstance(value, str):
-        part = value
-    elif isinstance(value, list):
-        part = "+".join(map(str, value))
-    else:
-        part = f"{SHORT.get(leaf, leaf)}{value:g}" if isinstance(value, (int, float)) else f"{leaf}{value}"
-    return _safe_id(part)
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-
-
-def _config_id(name: str, pairs: list[tuple[str, Any]]) -> str:
-    """Readable id of one configuration: the algorithm, then each variant value in spec order."""
-    values = dict(pairs)
-    lo, hi = "algorithm.params.eps_low", "algorithm.params.eps_high"
-    both = lo in values and hi in values  # shown together as clip<low>-<high>
-    parts = [name]
-    for key, value in pairs:
-        if key == "algorithm.name" or (both and key == hi):
-            continue
-        parts.append(_safe_id(f"clip{_fmt(value)}-{_fmt(values[hi])}") if both and key == lo else _id_part(key, value))
-    return _cap_id("-".join(parts))
 
 
 def method_label(cfg: TrialConfig) -> str:
@@ -305,7 +257,7 @@ def _variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> lis
 def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd: Path | None = None) -> SweepSpec:
     """Load, compose, expand and validate a sweep spec. ``overrides``: Hydra overrides of the spec
     (``seeds=[0]``, ``+max_trials=50``, ``~search``), of its base trial config (``base.trainer.lr=3e-4``,
-    ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see _apply_spec_overrides."""
+    ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see sweeps/spec_overrides.py."""
     path = resolve_spec_path(name_or_path)
     src = str(path)
     try:
@@ -315,7 +267,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     if not isinstance(raw, dict):
         raise SpecError(f"{src}: expected a mapping at the top level")
     check_values(raw, src)
-    trial_overrides = _apply_spec_overrides(raw, parse_overrides(overrides or [], src))
+    trial_overrides = apply_spec_overrides(raw, parse_overrides(overrides or [], src), SPEC_KEYS)
     for key in raw:
         if key not in SPEC_KEYS:
             raise unknown_key(src, key, SPEC_KEYS)
@@ -347,7 +299,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 raise SpecError(f"{src}: base.{key}: expected a mapping of {key} settings, got {value!r}{hint}")
         for key, value in _flatten(raw["base"]).items():
             _set_dotted(base, key, value, f"{src}: base")
-    _apply_trial_overrides(base, trial_overrides)
+    apply_trial_overrides(base, trial_overrides)
     resources = parse_resources(raw.get("resources", {}), src)
     max_concurrent = positive_int(raw, "max_concurrent", 2, src)
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
@@ -361,7 +313,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
         label = variant.get("label")
         for combo in itertools.product(*[values for _, values in axes]):
             chosen = [(k, value) for (k, _), value in zip(axes, combo)]
-            config_id = _config_id(chosen[0][1], chosen)
+            cid = config_id(chosen[0][1], chosen)
             for seed in seeds:
                 data = copy.deepcopy(base)
                 if data.get("algorithm", {}).get("name") != chosen[0][1]:
@@ -374,12 +326,12 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                     cfg = TrialConfig.from_dict(data, source=where)
                 except ConfigError as err:
                     raise SpecError(str(err)) from None
-                trial_id = f"{config_id}.s{seed}"
+                trial_id = f"{cid}.s{seed}"
                 if trial_id in seen:
                     raise SpecError(f"{where}: duplicate trial id {trial_id!r} (also from {seen[trial_id]}); "
                                     "give the variants different values or a distinguishing key")
                 seen[trial_id] = where
-                trials.append(Trial(trial_id, config_id, label or method_label(cfg), vi, cfg))
+                trials.append(Trial(trial_id, cid, label or method_label(cfg), vi, cfg))
     search = check_search(raw.get("search"), src)
     if search is not None:
         configs = {t.config_id for t in trials}
@@ -397,62 +349,6 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     report = check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
                      report_interval_s, stall_timeout_s)
-
-
-def _apply_spec_overrides(raw: dict, parsed: list) -> list:
-    """Apply the overrides of spec keys (seeds=[0], search.num_samples=4, ...) and preset switches
-    (model=x, +model=x, ++model=x, ~model[=x]; also base.model=x) to ``raw``; returns the
-    base.<trial key> ones, applied to the composed base config by _apply_trial_overrides.
-
-    Hydra's semantics (trainers/overrides.py) with the spec's top-level keys as the closed schema.
-    A spec is not a structured config: a spec key exists when the file writes it (``+seeds=[0]``
-    adds seeds to a spec without them; ``~seeds`` puts them back at the default [0]), and its
-    sections (resources, search, scheduler, report) are open mappings that load_spec checks after.
-    ``~model`` (a preset group) removes the group's preset from defaults."""
-    trial = []
-    for where, ov in parsed:
-        key = ov.key_or_group
-        group = key[len("base."):] if key.startswith("base.") else key
-        if group in preset_groups() and (isinstance(ov.value(), str) or (ov.is_delete() and ov.value() is None)):
-            _group_override(raw, group, ov, where)
-        elif key.startswith("base."):
-            trial.append((where, ov))
-        else:
-            try:
-                apply_override(raw, ov, dict.fromkeys(SPEC_KEYS))
-            except OverrideError as err:
-                raise SpecError(f"{where}: {err}") from None
-    return trial
-
-
-def _group_override(raw: dict, group: str, ov: Any, where: str) -> None:
-    """``model=x`` switches (or adds) the model preset; ``+model=x`` adds it (an error if defaults
-    has one), ``++model=x`` switches or adds, ``~model[=x]`` removes it from defaults."""
-    defaults = raw.get("defaults") or []
-    current = [d[group] for d in defaults if isinstance(d, dict) and list(d) == [group]] if isinstance(defaults, list) else []
-    name = ("+" if ov.is_add() else "~" if ov.is_delete() else "") + ov.key_or_group
-    if ov.is_add() and current:
-        raise SpecError(f"{where}: {ov.key_or_group} already exists (defaults has the {group} preset {current[0]!r}); "
-                        f"use {ov.key_or_group}=... or ++{ov.key_or_group}=... to switch it")
-    if not ov.is_delete():
-        switch_preset(raw, group, ov.value(), where)
-        return
-    if not current:
-        raise SpecError(f"{where}: {name}: defaults has no {group} preset to delete")
-    if ov.value() is not None and ov.value() != current[0]:
-        raise SpecError(f"{where}: {name}: not deleted: the {group} preset is {current[0]!r}, not {ov.value()!r}")
-    raw["defaults"] = [d for d in defaults if not (isinstance(d, dict) and list(d) == [group])]
-
-
-def _apply_trial_overrides(base: dict, parsed: list) -> None:
-    """Apply ``base.<key>`` overrides to the composed base trial config (presets + the spec's base):
-    the trial config's schema and dataclass defaults, as in ``python -m trainers.local``."""
-    schema, defaults = trial_schema(), TrialConfig().to_dict()
-    for where, ov in parsed:
-        try:
-            apply_override(base, ov, schema, defaults, key=ov.key_or_group[len("base."):], prefix="base.")
-        except OverrideError as err:
-            raise SpecError(f"{where}: {err}") from None
 
 
 def _seconds(raw: dict, key: str, default: float, src: str) -> float:
