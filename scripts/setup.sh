@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the project virtualenv in ./.venv (no sudo for pip; apt only for Chromium).
-#   bash scripts/setup.sh            # core + dev + verl plug-in deps
+#   bash scripts/setup.sh            # core + dev + verl extras, then pip check
 # torch==2.13.0 (the CPU build) is installed first, and constraints.txt pins it on every
 # pip call so no other package can pull a CUDA build.
 set -euo pipefail
@@ -16,11 +16,26 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 $PIP install -q torch==2.13.0
-$PIP install -q -c constraints.txt -e ".[dev]"
-# verl for the plug-in tests: its core_algos only (its dependency set pins other torch builds),
-# plus the few packages core_algos / FSDPActorConfig / workers.utils.losses import.
-$PIP install -q -c constraints.txt --no-deps verl==0.9.1
-$PIP install -q -c constraints.txt "tensordict>=0.8.0,<=0.10.0,!=0.9.0" codetiming datasets
+# The project, its test tools and the verl plug-in with verl's own (core) dependencies, in one
+# resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
+$PIP install -q -c constraints.txt -e ".[dev,verl]"
+# verl requires ray[default]. With Ray's dashboard packages importable, every local cluster also
+# starts the dashboard head, the dashboard agent and the autoscaler monitor with Prometheus metrics
+# ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
+# not stop them); tests/sweeps/test_sweep_cli_e2e.py's token test fails on them. So the packages
+# that only ray[default] asks for are removed again (verl's losses do not use them); pip check
+# still holds, as it checks verl's `ray` requirement, not Ray's extras.
+$PIP uninstall -y -q aiohttp-cors colorful opencensus opentelemetry-exporter-prometheus \
+  prometheus-client py-spy smart-open virtualenv
+# Every installed package's requirements must hold: a conflict fails set-up instead of a test.
+if ! pip_check=$($PIP check 2>&1); then
+  {
+    echo "ERROR: 'pip check' found broken requirements in .venv:"
+    echo "$pip_check" | sed 's/^/    | /'
+    echo "  Fix pyproject.toml / constraints.txt, then: rm -f .venv/.setup-* && bash scripts/setup.sh"
+  } >&2
+  exit 1
+fi
 # Debian's Chromium for the headless report test (tests/dashboards/test_dashboards_report.py looks
 # for chromium, chromium-browser, google-chrome or chrome on PATH), installed with apt as root.
 # If it cannot be installed: a loud WARNING on stderr and set-up still succeeds (non-root users

@@ -121,9 +121,24 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     temp.mkdir(parents=True, exist_ok=True)
     os.environ["RAY_TMPDIR"] = str(temp)  # Ray's address file, instead of /tmp/ray
     enable_local_token_auth()
+    warn_if_metrics_exporters()
     capacity = local_capacity(num_cpus)
     ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus), _temp_dir=str(temp),
              include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def warn_if_metrics_exporters() -> None:
+    """Ray's dashboard packages (``ray[default]``, which verl requires) make every local cluster also
+    serve Prometheus metrics (autoscaler, dashboard, dashboard agent) on all interfaces, and those
+    read-only HTTP endpoints do not check the token. scripts/setup.sh removes the packages; say so
+    where they are present."""
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") and importlib.util.find_spec("opencensus"):
+        logging.getLogger(__name__).warning(
+            "Ray's dashboard packages are installed (ray[default]): the local Ray cluster will also serve "
+            "read-only Prometheus metrics on all interfaces without the token; remove them as scripts/setup.sh "
+            "does (pip uninstall prometheus-client opencensus ...) or firewall the machine")
 
 
 def enable_local_token_auth() -> None:
