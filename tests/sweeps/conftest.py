@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import types
+from pathlib import Path
 
 import pytest
 from sweep_testlib import CREATED, kill_ray_processes
@@ -23,3 +26,16 @@ def isolated_environment_and_short_dirs():
         kill_ray_processes(path)
         shutil.rmtree(path, ignore_errors=True)
     del CREATED[first:]
+
+
+@pytest.fixture
+def empty_cwd(tmp_path, monkeypatch) -> Path:
+    """An empty working directory, and a sweeps.runner stub: a spec test that wrongly gets past
+    validation or a dry run fails instead of starting Ray."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    runner = types.ModuleType("sweeps.runner")
+    runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail("the sweep was run, not listed")
+    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
+    return cwd

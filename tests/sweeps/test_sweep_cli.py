@@ -8,9 +8,6 @@ instead of starting Ray.
 
 from __future__ import annotations
 
-import sys
-import types
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -19,17 +16,6 @@ from sweeps.cli import SMOKE_OVERRIDES, _load, app
 from sweeps.spec import CONFIGS_DIR, load_spec
 
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
-
-
-@pytest.fixture
-def empty_cwd(tmp_path, monkeypatch) -> Path:
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    runner = types.ModuleType("sweeps.runner")
-    runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail("the sweep was run, not listed")
-    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
-    return cwd
 
 
 def invoke(*args: str):

@@ -7,9 +7,6 @@ Forms: key=value (set), +key=value (add; an error if it has a value), ++key=valu
 
 from __future__ import annotations
 
-import sys
-import types
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -19,17 +16,6 @@ from sweeps.spec import SpecError, load_spec
 
 SPEC = "dhpo_vs_baselines"  # 18 trials; presets trainer=local_tiny (lr 1e-4), model=tiny_qwen3, data=arith
 DEFAULTS = [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}]
-
-
-@pytest.fixture
-def empty_cwd(tmp_path, monkeypatch) -> Path:
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    runner = types.ModuleType("sweeps.runner")  # a spec that wrongly got past the dry run must not start Ray
-    runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail("the sweep was run, not listed")
-    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
-    return cwd
 
 
 def dry_run(*overrides: str):

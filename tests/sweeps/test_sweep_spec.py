@@ -33,14 +33,6 @@ def _shipped(path: Path) -> SweepSpec:
     return load_spec(path)
 
 
-@pytest.fixture
-def empty_cwd(tmp_path, monkeypatch) -> Path:
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    return cwd
-
-
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)

@@ -18,14 +18,6 @@ from sweeps.spec import CONFIGS_DIR, SpecError, load_spec, search_trial
 SAFE_ID = r"[A-Za-z0-9_.+-]+"
 
 
-@pytest.fixture
-def empty_cwd(tmp_path, monkeypatch) -> Path:
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    return cwd
-
-
 def spec_file(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "spec.yaml"
     path.write_text(text)
