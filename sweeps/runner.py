@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 import traceback
@@ -83,10 +84,9 @@ def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep:
 
 
 def _open_tracker(spec: SweepSpec, tracking_uri: str, run_dir: Path) -> SweepTracker:
-    if tracking_uri.startswith("sqlite"):
-        with store_lock(run_dir):  # two drivers creating one new sqlite file race on its schema
-            return SweepTracker(spec, tracking_uri, run_dir)
-    return SweepTracker(spec, tracking_uri, run_dir)
+    # two drivers creating one new sqlite file race on its schema
+    with store_lock(run_dir) if tracking_uri.startswith("sqlite") else contextlib.nullcontext():
+        return SweepTracker(spec, tracking_uri, run_dir)
 
 
 def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
@@ -113,7 +113,10 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     from ray import tune
 
     tracking_uri = resolve_tracking_uri(options.tracking_uri, run_dir)
-    state = DriverState(scratch=run_dir / spec.name / "scratch")
+    sweep_dir = run_dir / spec.name
+    results_dir = sweep_dir / "ray_results"
+    scratch = sweep_dir / "scratch"
+    state = DriverState(scratch=scratch)
     opener = None
     if tracking_uri == default_tracking_uri(run_dir) and not (run_dir / "mlflow.db").exists():
         # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
@@ -131,9 +134,6 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         opener.start()  # Ray starts at the top of the try below (a failure there ends the sweep FAILED)
     else:
         recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
-    sweep_dir = run_dir / spec.name
-    results_dir = sweep_dir / "ray_results"
-    scratch = sweep_dir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     if spec.search:  # the one trial of the spec is the template the samples are drawn around
         statuses, pending, shown = {}, spec.trials[:1], []

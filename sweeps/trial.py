@@ -90,9 +90,11 @@ class _Watchdog:
                 os._exit(75)
 
 
-def _log(line: str, startup_log: list[str]) -> None:
-    print(line, file=sys.stderr, flush=True)  # the worker's log under the Ray temp dir
-    if len(startup_log) < 20:
+def _log(line: str, startup_log: list[str], started: bool) -> None:
+    """The backend's log before its first step (resume, checkpoint fallbacks) goes to the worker's log
+    and to the run's ``ray.startup_log`` tag; its per-step lines after that are dropped (hot path)."""
+    if not started and len(startup_log) < 20:
+        print(line, file=sys.stderr, flush=True)  # the worker's log under the Ray temp dir
         startup_log.append(line)
 
 
@@ -146,7 +148,7 @@ def run_trial(config: dict) -> None:
 
     try:
         final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
-                                         log=lambda line: _log(line, startup_log))
+                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
