@@ -13,7 +13,9 @@ Mixing weight w (Sec. 3.2):
               weight on the token ratio. The paper does not say over which tokens min and max
               are taken: ``entropy_norm='batch'`` (default) uses all valid tokens of the batch
               passed to the loss, ``'sequence'`` each response's own tokens. Where max = min
-              (constant entropy) w falls back to 0.5, i.e. averaged mixing.
+              (constant entropy) w falls back to 0.5, i.e. averaged mixing. A data-parallel
+              caller (trainers/verl_plugin) passes ``entropy_range_reduce`` to take the 'batch'
+              min and max over all ranks' micro-batches; see mixing_weight.
 Since d r = r d log pi and d s_{i,t} = s_{i,t} d log pi, grad m = m grad log pi (eq. 12, 16).
 
     fn = get_objective("dhpo", mixing="entropy", clip_mode="branch")
@@ -21,6 +23,7 @@ Since d r = r d log pi and d s_{i,t} = s_{i,t} d log pi, grad m = m grad log pi 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +37,9 @@ from trainers.objectives.gspo import token_sequence_ratio
 MIXINGS = ("averaged", "entropy")
 CLIP_MODES = ("branch", "unified")
 ENTROPY_NORMS = ("batch", "sequence")
+
+# (h_min, h_max) -> (h_min, h_max) over a larger set of tokens, e.g. all data-parallel ranks
+RangeReduce = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,21 @@ class DHPOParams:
         check_agg(self.agg)
 
 
-def mixing_weight(p: Prepared, params: DHPOParams) -> torch.Tensor:
-    """w_{i,t} in [0, 1] (eq. 10), detached; 0.5 everywhere for averaged mixing."""
+def mixing_weight(p: Prepared, params: DHPOParams, entropy_range_reduce: RangeReduce | None = None) -> torch.Tensor:
+    """w_{i,t} in [0, 1] (eq. 10), detached; 0.5 everywhere for averaged mixing.
+
+    g of eq. 10 is min-max normalisation over the valid tokens of the scope ('batch': the whole
+    batch passed here; 'sequence': each response). ``entropy_range_reduce`` (None in the local
+    trainer: one process sees the whole batch) maps the local 'batch' (h_min, h_max) to the
+    range over every rank's micro-batch: trainers/verl_plugin all-reduces them (MIN / MAX) over
+    verl's data-parallel group, so each rank normalises exactly as one process normalising the
+    union of the ranks' micro-batches. Across gradient-accumulation micro-batches nothing is
+    reduced (verl computes the entropy in the same forward pass as the loss), so in verl DHPO-E's
+    'batch' scope is micro-batch x dp size, not the mini-batch: it changes with
+    ppo_micro_batch_size_per_gpu (or the dynamic-bsz token budget) and the number of ranks. The
+    paper names no scope; min-max over one update's batch needs micro-batch = mini-batch / dp
+    (no gradient accumulation). 'sequence' is invariant to any split and is never reduced.
+    """
     if params.mixing == "averaged":
         return torch.full_like(p.mask, 0.5)
     if p.entropy is None:
@@ -77,20 +96,28 @@ def mixing_weight(p: Prepared, params: DHPOParams) -> torch.Tensor:
     valid = p.mask > 0
     inf = torch.tensor(float("inf"), dtype=p.mask.dtype, device=p.mask.device)
     dims = dict(dim=-1, keepdim=True) if params.entropy_norm == "sequence" else {}
-    h_min = torch.where(valid, p.entropy, inf).amin(**dims)
+    h_min = torch.where(valid, p.entropy, inf).amin(**dims)  # no valid token: +inf, the identity of MIN
     h_max = torch.where(valid, p.entropy, -inf).amax(**dims)
+    if entropy_range_reduce is not None and params.entropy_norm == "batch":
+        h_min, h_max = entropy_range_reduce(h_min, h_max)  # same range on every data-parallel rank
     span = h_max - h_min
     degenerate = ~(span > 1e-12)  # constant entropy, or no valid token
-    w = (p.entropy - h_min) / torch.where(degenerate, torch.ones_like(span), span)
+    w = (p.entropy - h_min) / torch.where(degenerate, torch.ones_like(span), span)  # g of eq. 10
     return torch.where(degenerate, torch.full_like(w, 0.5), w.clamp(0.0, 1.0)) * p.mask
 
 
-def dhpo_loss(batch: PolicyBatch, params: DHPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+def dhpo_loss(
+    batch: PolicyBatch, params: DHPOParams, *, entropy_range_reduce: RangeReduce | None = None
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The DHPO loss (-J of eq. 7); ``entropy_range_reduce``: see mixing_weight (None = local)."""
     p = prepare(batch)
     log_ratio = p.log_ratio
     r = log_ratio.exp()  # token ratio, eq. 2
     s = token_sequence_ratio(p)  # sequence ratio s_{i,t}, eq. 5
-    w = mixing_weight(p, params)
+    if entropy_range_reduce is None:  # local: min-max over this batch (the two-argument form)
+        w = mixing_weight(p, params)  # eq. 10 (0.5 for averaged)
+    else:  # data-parallel caller: the 'batch' range of all ranks' micro-batches
+        w = mixing_weight(p, params, entropy_range_reduce)
     m = w * r + (1.0 - w) * s  # eq. 8
     if params.clip_mode == "branch":
         lo_t, hi_t = 1.0 - params.eps_low_token, 1.0 + params.eps_high_token

@@ -18,8 +18,11 @@ Zoo parameters verl's actor config has no field for (gate, mixing, clip_mode, ..
 
 DHPO with entropy mixing also needs ``ZOO_VERL_FORWARD_ENTROPY=1`` and
 ``actor_rollout_ref.actor.calculate_entropy=True`` (verl does not pass entropy to policy losses;
-see ``enable_entropy_forwarding``). The full parameter mapping and every known difference to
-verl's own losses are documented in ``trainers/verl_plugin/registry.py``.
+see ``enable_entropy_forwarding``; the wrapper also forwards verl's dp_group, over which the
+entropy min/max of DHPO-E's 'batch' scope is all-reduced). ``ZOO_VERL_RECORD_PARAMS=<path>``
+makes every process append, once per zoo loss and parameter set, the parameters that reached the
+loss as a JSON line to <path>. The full parameter mapping, the entropy scope, the record format
+and every known difference to verl's own losses are documented in ``trainers/verl_plugin/registry.py``.
 
 Install (CPU or GPU; verl's extras pin another torch, so no deps and then the few its loss
 registry needs):

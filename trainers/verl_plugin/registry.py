@@ -6,9 +6,9 @@
                                                    loss_agg_mode="seq-mean-token-mean", config=actor_config)
 
 Each ``zoo_<name>`` has verl's signature ``(old_log_prob, log_prob, advantages, response_mask,
-loss_agg_mode="token-mean", config=None, rollout_is_weights=None) -> (loss, metrics)`` plus an
-optional keyword ``entropy`` (verl never passes it) and calls ``get_objective(name, ...)`` of
-trainers.objectives: the math lives there only.
+loss_agg_mode="token-mean", config=None, rollout_is_weights=None) -> (loss, metrics)`` plus the
+optional keywords ``entropy`` and ``dp_group`` (verl passes neither) and calls
+``get_objective(name, ...)`` of trainers.objectives: the math lives there only.
 
 Parameter mapping (first hit wins; absent everywhere -> the zoo's paper default)
     1. ``config.policy_loss.<our name>`` when set (not None): any parameter of the family, e.g.
@@ -50,9 +50,39 @@ Entropy (dhpo mixing='entropy')
     verl computes per-token entropy in the actor (when actor.calculate_entropy=True or
     entropy_coeff != 0) but does not pass it to policy losses. zoo_dhpo takes it from the
     ``entropy=`` keyword, else from ``enable_entropy_forwarding()``, which wraps verl's
-    ``ppo_loss`` so the entropy of the current micro-batch is visible to zoo losses during that
-    call (ZOO_VERL_FORWARD_ENTROPY=1 does it on import). Without either it raises ValueError.
-    'batch' entropy normalisation then means: the valid tokens of verl's micro-batch.
+    ``ppo_loss`` so the entropy of the current micro-batch, and the data-parallel group verl
+    passes to ppo_loss (``dp_group``), are visible to zoo losses during that call
+    (ZOO_VERL_FORWARD_ENTROPY=1 does it on import). Without entropy it raises ValueError.
+    Scope of the 'batch' min-max normalisation g (DHPO eq. 10; the paper names no scope):
+      - data-parallel ranks: within one micro-batch step, min and max over the valid tokens are
+        all-reduced (MIN / MAX, one collective) over ``dp_group`` (the ``dp_group=`` keyword, else
+        the forwarded one) when torch.distributed is initialised and the group has > 1 rank. Every
+        rank then normalises with the same range, exactly as one process normalising the union
+        of the ranks' micro-batches would. The ranks already share the mini-batch's gradient
+        (FSDP averages it) and verl gives every rank the same number of micro-batches
+        (prepare_micro_batches(same_micro_num_in_dp=True)), so the per-call collective cannot hang.
+      - gradient accumulation: no reduction across the micro-batches of a mini-batch. verl
+        computes the entropy in the same forward pass as the loss, and each micro-batch's
+        backward runs before the next forward, so a mini-batch-wide range would need an extra
+        forward pass over the mini-batch.
+      - 'sequence' scope: each response's own tokens, nothing to reduce.
+    Consequence: in verl DHPO-E ('batch') normalises over ppo_micro_batch_size_per_gpu x dp_size
+    responses (with use_dynamic_bsz: the token-budget micro-batches of all ranks), so w, and
+    hence the loss, depends on micro-batch size and dp size, and differs from the local trainer
+    whenever that is not the local trainer's batch. For the min-max over the whole update batch
+    (one reading of the paper's g) make each rank's micro-batch its whole share of the mini-batch
+    (ppo_micro_batch_size_per_gpu = per-GPU mini-batch, no gradient accumulation); for a scope
+    independent of every split use entropy_norm='sequence'. Keep micro-batch x dp size fixed when
+    comparing DHPO-E runs. (The paper's runs, App. D: mini-batch 256, micro-batch 16 per GPU, 32
+    GPUs, dynamic batching; it does not say which tokens its min and max ran over.)
+
+Audit record (opt-in)
+    With ``ZOO_VERL_RECORD_PARAMS=<path>`` set, the first call of each zoo loss in a process
+    appends one JSON line per (process, loss, resolved params, path) to <path>:
+    ``{"loss": "zoo_dhpo", "params": {every field of the params dataclass, agg included},
+    "entropy": <entropy tensor present>, "dp_group_size": <ranks the entropy range is reduced
+    over, 1 = none>, "pid": ...}``; one O_APPEND write per line, so concurrent processes do not
+    interleave. verl calls the loss every micro-batch; later calls with the same params write nothing.
 
 Known differences to verl's own implementations (tests/trainers/verl_plugin pin them down)
     grpo  vs vanilla:  verl adds dual-clip for A < 0: the loss is capped at -A * clip_ratio_c
@@ -82,25 +112,35 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
+import torch.distributed as dist
 from verl.trainer.ppo import core_algos
 from verl.workers.config import PolicyLossConfig
 
 from trainers.objectives import AGG_MODES, OBJECTIVES, ObjectiveSpec, PolicyBatch, get_objective
+from trainers.objectives.dhpo import dhpo_loss
 
 PREFIX = "zoo_"
 # our parameter -> verl ActorConfig field it is read from when policy_loss does not set it
 ACTOR_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
 
-# Set by the wrapper of enable_entropy_forwarding() for the duration of one verl ppo_loss call.
+RECORD_ENV = "ZOO_VERL_RECORD_PARAMS"
+
+# Set by the wrapper of enable_entropy_forwarding() for the duration of one verl ppo_loss call:
+# the micro-batch's per-token entropy ([B, T], detached) and the dp_group verl passed to ppo_loss.
 _FORWARDED_ENTROPY: contextvars.ContextVar[Optional[torch.Tensor]] = contextvars.ContextVar(
     "zoo_verl_forwarded_entropy", default=None
 )
+_FORWARDED_DP_GROUP: contextvars.ContextVar[Any] = contextvars.ContextVar("zoo_verl_forwarded_dp_group", default=None)
+# audit records already written: (pid, loss key, params, path)
+_RECORDED: set[tuple[int, str, tuple[tuple[str, Any], ...], str]] = set()
 
 
 @dataclass
@@ -196,8 +236,61 @@ def _global_scale(loss: torch.Tensor, mask: torch.Tensor, agg: str, config: Any)
     return local.to(loss.dtype) / total * dp_size
 
 
+def _group_size(dp_group: Any) -> int:
+    """Ranks in dp_group; 1 without a group or without an initialised torch.distributed."""
+    if dp_group is None or not (dist.is_available() and dist.is_initialized()):
+        return 1
+    return max(dist.get_world_size(dp_group), 1)
+
+
+def _all_reduce_range(dp_group: Any):
+    """(h_min, h_max) -> their MIN / MAX over dp_group, in one collective (max h = -min(-h))."""
+
+    def reduce(h_min: torch.Tensor, h_max: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        both = torch.stack([h_min, -h_max])
+        dist.all_reduce(both, op=dist.ReduceOp.MIN, group=dp_group)
+        return both[0], -both[1]
+
+    return reduce
+
+
+def _entropy_range_group(objective: Any, dp_group: Any) -> Any:
+    """dp_group when the objective is dhpo's 'batch' entropy normalisation and dp_group spans > 1 rank, else None."""
+    params = objective.params
+    if (objective.spec.loss_fn is dhpo_loss and params.mixing == "entropy" and params.entropy_norm == "batch"
+            and _group_size(dp_group) > 1):
+        return dp_group
+    return None
+
+
+def _record(key: str, params: tuple[tuple[str, Any], ...], objective: Any, entropy: Any, reduce_group: Any) -> None:
+    """Audit hook: with ZOO_VERL_RECORD_PARAMS=<path>, append one JSON line per (process, loss, params)."""
+    path = os.environ.get(RECORD_ENV)
+    if not path:
+        return
+    marker = (os.getpid(), key, params, path)
+    if marker in _RECORDED:
+        return
+    line = json.dumps({
+        "loss": key,
+        "params": dataclasses.asdict(objective.params),
+        "entropy": entropy is not None,
+        "dp_group_size": _group_size(reduce_group),
+        "pid": os.getpid(),
+    }, sort_keys=True, default=str) + "\n"
+    data = line.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)  # one write per line: O_APPEND lines of concurrent processes stay whole
+        while written < len(data):  # a short write (not seen on local files) still completes the line
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
+    _RECORDED.add(marker)
+
+
 def make_policy_loss(name: str):
-    """verl policy loss (verl's signature, plus ``entropy=``) computing objective ``name``."""
+    """verl policy loss (verl's signature, plus ``entropy=`` and ``dp_group=``) computing objective ``name``."""
     if name not in OBJECTIVES:
         raise ValueError(f"objective: unknown name {name!r}; expected one of {sorted(OBJECTIVES)}")
 
@@ -210,6 +303,7 @@ def make_policy_loss(name: str):
         config: Any = None,
         rollout_is_weights: torch.Tensor | None = None,
         entropy: torch.Tensor | None = None,
+        dp_group: Any = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
         if loss_agg_mode not in AGG_MODES:
             raise ValueError(
@@ -218,9 +312,14 @@ def make_policy_loss(name: str):
             )
         params = objective_params(name, config)
         params["agg"] = loss_agg_mode
-        objective = _configured(OBJECTIVES[name], tuple(sorted(params.items())))
+        key = tuple(sorted(params.items()))
+        objective = _configured(OBJECTIVES[name], key)
         if entropy is None:
             entropy = _FORWARDED_ENTROPY.get()
+        if dp_group is None:
+            dp_group = _FORWARDED_DP_GROUP.get()
+        reduce_group = _entropy_range_group(objective, dp_group)
+        _record(PREFIX + name, key, objective, entropy, reduce_group)
         if getattr(objective.params, "mixing", None) == "entropy" and entropy is None:
             raise ValueError(
                 f"entropy: {PREFIX}{name} with mixing='entropy' needs per-token entropy, but verl does not "
@@ -235,7 +334,10 @@ def make_policy_loss(name: str):
             response_mask=response_mask,
             entropy=entropy,
         )
-        loss, metrics = objective(batch)
+        if reduce_group is None:
+            loss, metrics = objective(batch)
+        else:  # DHPO-E, 'batch' scope, > 1 data-parallel rank: one min/max over all ranks' micro-batches
+            loss, metrics = dhpo_loss(batch, objective.params, entropy_range_reduce=_all_reduce_range(reduce_group))
         return loss * _global_scale(loss, response_mask, loss_agg_mode, config), metrics
 
     policy_loss.__name__ = f"compute_policy_loss_{PREFIX}{name}"
@@ -254,14 +356,15 @@ def register_zoo_losses() -> list[str]:
 
 
 def enable_entropy_forwarding() -> None:
-    """Wrap verl's ``ppo_loss`` so zoo losses see the micro-batch's per-token entropy.
+    """Wrap verl's ``ppo_loss`` so zoo losses see the micro-batch's per-token entropy and dp_group.
 
     verl's actor loss (verl.workers.utils.losses.ppo_loss) has the entropy in ``model_output``
-    (when actor.calculate_entropy=True) but calls the policy loss without it. The wrapper
-    converts it to the padded [B, T] layout as ppo_loss does, and exposes it (detached) to zoo
-    losses for the duration of that call through a ContextVar. Idempotent. Must run before
-    verl builds its loss function (engine_workers binds ``ppo_loss`` at worker init), which is
-    the case when it runs on import via ZOO_VERL_FORWARD_ENTROPY=1.
+    (when actor.calculate_entropy=True) and the data-parallel group in ``dp_group`` but calls the
+    policy loss with neither. The wrapper converts the entropy to the padded [B, T] layout as
+    ppo_loss does, and exposes it (detached) and dp_group to zoo losses for the duration of that
+    call through ContextVars (dp_group: DHPO-E's cross-rank min/max, see the module docstring).
+    Idempotent. Must run before verl builds its loss function (engine_workers binds ``ppo_loss``
+    at worker init), which is the case when it runs on import via ZOO_VERL_FORWARD_ENTROPY=1.
     """
     from verl.workers.utils import losses  # needs the `datasets` package
 
@@ -274,10 +377,11 @@ def enable_entropy_forwarding() -> None:
         entropy = model_output.get("entropy", None)
         if entropy is not None:
             entropy = losses.no_padding_2_padding(entropy, data).detach()
-        token = _FORWARDED_ENTROPY.set(entropy)
+        token, group_token = _FORWARDED_ENTROPY.set(entropy), _FORWARDED_DP_GROUP.set(dp_group)
         try:
             return original(config, model_output, data, dp_group)
         finally:
+            _FORWARDED_DP_GROUP.reset(group_token)
             _FORWARDED_ENTROPY.reset(token)
 
     ppo_loss._zoo_forwards_entropy = True

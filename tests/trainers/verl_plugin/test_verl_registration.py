@@ -402,3 +402,91 @@ def test_entropy_forwarded_through_verl_ppo_loss():
     # outside a ppo_loss call nothing is forwarded
     with pytest.raises(ValueError, match="entropy"):
         call("zoo_dhpo", x, "token-mean", cfg)
+
+
+# ---------------------------------------------------------------- audit record (ZOO_VERL_RECORD_PARAMS)
+
+
+def _records(path):
+    import json
+
+    return [json.loads(line) for line in Path(path).read_text().splitlines()] if Path(path).exists() else []
+
+
+def test_record_params_writes_the_resolved_params_once_per_loss_and_params(tmp_path, monkeypatch):
+    path = tmp_path / "params.jsonl"
+    monkeypatch.setenv("ZOO_VERL_RECORD_PARAMS", str(path))
+    x = make_inputs(seed=21)
+    gspo_cfg = actor_config(clip_ratio_low=3e-4, clip_ratio_high=4e-4)
+    sspo_cfg = actor_config(tau_pos=0.5, tau_neg=0.6,
+                            policy_loss=plugin.ZooPolicyLossConfig(loss_mode="zoo_sspo", gate="siglog"))
+    dhpo_cfg = actor_config(policy_loss=plugin.ZooPolicyLossConfig(
+        loss_mode="zoo_dhpo", mixing="entropy", clip_mode="unified", eps_low_token=0.1, eps_high_token=0.3))
+    for _ in range(3):  # verl calls the loss every micro-batch: one line each all the same
+        call("zoo_gspo", x, "seq-mean-token-mean", gspo_cfg)
+        call("zoo_sspo", x, "seq-mean-token-mean", sspo_cfg)
+        call("zoo_dhpo", x, "token-mean", dhpo_cfg, entropy=x["entropy"])
+    records = _records(path)
+    assert [r["loss"] for r in records] == ["zoo_gspo", "zoo_sspo", "zoo_dhpo"]
+    assert all(r["pid"] == os.getpid() and r["dp_group_size"] == 1 for r in records)
+    gspo, sspo, dhpo = (r["params"] for r in records)
+    assert gspo == {"eps_low": 3e-4, "eps_high": 4e-4, "agg": "seq-mean-token-mean"}
+    assert sspo == {"gate": "siglog", "tau_pos": 0.5, "tau_neg": 0.6, "agg": "seq-mean-token-mean"}
+    assert dhpo["mixing"] == "entropy" and dhpo["clip_mode"] == "unified" and dhpo["agg"] == "token-mean"
+    assert (dhpo["eps_low_token"], dhpo["eps_high_token"]) == (0.1, 0.3)
+    assert (dhpo["eps_low_seq"], dhpo["eps_high_seq"], dhpo["entropy_norm"]) == (0.2, 0.28, "batch")  # paper defaults
+    assert (dhpo["eps_low"], dhpo["eps_high"]) == (0.2, 0.2)  # verl's clip_ratio default
+    assert [r["entropy"] for r in records] == [False, False, True]
+    # other params (here: the aggregation) are another combination: one more line
+    call("zoo_gspo", x, "token-mean", gspo_cfg)
+    call("zoo_gspo", x, "token-mean", gspo_cfg)
+    records = _records(path)
+    assert len(records) == 4 and records[-1]["loss"] == "zoo_gspo" and records[-1]["params"]["agg"] == "token-mean"
+
+
+def test_record_params_is_opt_in(tmp_path, monkeypatch):
+    from trainers.verl_plugin import registry
+
+    monkeypatch.delenv("ZOO_VERL_RECORD_PARAMS", raising=False)
+    before = set(registry._RECORDED)
+    call("zoo_grpo", make_inputs(seed=22), "token-mean", actor_config(clip_ratio=0.123))
+    assert registry._RECORDED == before
+    monkeypatch.setenv("ZOO_VERL_RECORD_PARAMS", "")  # empty: off too
+    call("zoo_grpo", make_inputs(seed=22), "token-mean", actor_config(clip_ratio=0.123))
+    assert registry._RECORDED == before
+
+
+def test_record_params_notes_missing_entropy_before_raising(tmp_path, monkeypatch):
+    path = tmp_path / "params.jsonl"
+    monkeypatch.setenv("ZOO_VERL_RECORD_PARAMS", str(path))
+    cfg = actor_config(policy_loss=plugin.ZooPolicyLossConfig(mixing="entropy", entropy_norm="sequence"))
+    with pytest.raises(ValueError, match="entropy"):
+        call("zoo_dhpo", make_inputs(seed=23), "token-mean", cfg)
+    (record,) = _records(path)
+    assert record["entropy"] is False and record["params"]["entropy_norm"] == "sequence"
+
+
+def test_record_params_from_concurrent_processes_appends_whole_lines(tmp_path):
+    path = tmp_path / "params.jsonl"
+    code = (
+        "import torch, trainers.verl_plugin\n"
+        "from verl.trainer.ppo.core_algos import get_policy_loss_fn\n"
+        "from verl.workers.config import FSDPActorConfig\n"
+        "cfg = FSDPActorConfig(rollout_n=4, ppo_micro_batch_size_per_gpu=2)\n"
+        "x = torch.zeros(2, 4, dtype=torch.float64); m = torch.ones(2, 4, dtype=torch.bool)\n"
+        "for _ in range(20):\n"
+        "    for name in ('zoo_grpo', 'zoo_gspo', 'zoo_gmpo', 'zoo_cispo', 'zoo_sapo', 'zoo_sspo', 'zoo_dhpo'):\n"
+        "        get_policy_loss_fn(name)(x, x, x, m, loss_agg_mode='token-mean', config=cfg)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ZOO_VERL_RECORD_PARAMS": str(path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    records = _records(path)  # every line parses: no interleaving
+    assert len(records) == 3 * 7
+    assert sorted(p.pid for p in procs) == sorted({r["pid"] for r in records})
+    for pid in {r["pid"] for r in records}:
+        assert sorted(r["loss"] for r in records if r["pid"] == pid) == sorted(f"zoo_{n}" for n in (
+            "grpo", "gspo", "gmpo", "cispo", "sapo", "sspo", "dhpo"))
