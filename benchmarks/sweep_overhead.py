@@ -12,7 +12,7 @@ preset (configs/trainer/local_tiny.yaml + model tiny_qwen3 + data arith) with ``
 one trial takes about ``--trial-seconds`` on one core (calibrated in this process: trainer start-up,
 one evaluation and a few RL steps are timed first), evaluation only at step 0 and at the end and
 cheaper (``data.eval_size=16``, ``trainer.eval_k=1``), ``trainer.checkpoint_every=0`` (only the
-final checkpoint that the sweep runner asks for) and one torch thread per trial (``trainer.threads=1``,
+final checkpoint that the sweep runner asks for) and one torch thread per trial (``local.threads=1``,
 set by the trainer itself in every mode). The trial configs come from ``sweeps.spec.load_spec`` on a
 spec written into the run directory, so all three modes do bit-identical work (same seeds, same data,
 same base checkpoint, same steps). The base checkpoint is built before anything is timed.
@@ -95,7 +95,7 @@ def write_spec(run_dir: Path, steps: int, warm_start_steps: int | None) -> Path:
         "defaults": [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}],
         "base": {"trainer": {"steps": steps, "eval_every": steps, "eval_k": 1, "checkpoint_every": 0},
                  "data": {"eval_size": 16},
-                 "warm_start": warm},
+                 "local": {"warm_start": warm}},
         "seeds": SEEDS,
         "resources": {"cpus": 1, "gpus": 0},
         "max_concurrent": 2,
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg0 = spec.trials[0].config
         train_problems, _ = load_data(cfg0)
         base = ensure_base_checkpoint(cfg0, train_problems)
-        print(f"base checkpoint: {base}  ({cfg0.warm_start.steps} warm-start steps; "
+        print(f"base checkpoint: {base}  ({cfg0.local.warm_start.steps} warm-start steps; "
               f"max_new_tokens {cfg0.trainer.max_new_tokens})")
         if args.steps is None:
             steps, cal = calibrate(cfg0, args.trial_seconds)

@@ -297,14 +297,14 @@ def main(argv: list[str] | None = None) -> None:
         args.warm_start_steps = 0 if args.warm_start_steps is None else args.warm_start_steps
 
     cfg = TrialConfig()
-    cfg.warm_start.cache_dir = str(REPO / ".cache" / "base_models")
+    cfg.local.warm_start.cache_dir = str(REPO / ".cache" / "base_models")
     if args.warm_start_steps is not None:
-        cfg.warm_start.steps = args.warm_start_steps
+        cfg.local.warm_start.steps = args.warm_start_steps
     train_problems, _ = load_data(cfg)
     base_dir = ensure_base_checkpoint(cfg, train_problems)  # excluded from every timing
-    print(f"base checkpoint: {base_dir}  ({cfg.warm_start.steps} warm-start steps)")
+    print(f"base checkpoint: {base_dir}  ({cfg.local.warm_start.steps} warm-start steps)")
 
-    ours = OursTimed(cfg)  # sets torch threads from cfg.trainer.threads (1)
+    ours = OursTimed(cfg)  # sets torch threads from cfg.local.threads (1)
     ours_rows: list[dict] = []
     trl_rows: list[dict] = []
     total = args.warmup + args.steps
@@ -318,14 +318,14 @@ def main(argv: list[str] | None = None) -> None:
     if use_trl:
         def on_trl_step(row: dict) -> None:
             trl_rows.append(row)
-            torch.set_num_threads(cfg.trainer.threads)
+            torch.set_num_threads(cfg.local.threads)
             ours_rows.append(ours.step())
 
         (REPO / "runs").mkdir(exist_ok=True)
         out_dir = Path(tempfile.mkdtemp(prefix="trl_throughput-", dir=REPO / "runs"))  # GRPOConfig.output_dir
         trainer, cur = make_trl(cfg, base_dir, train_problems, total, out_dir, on_trl_step,
                                 args.trl_gradient_checkpointing)
-        torch.set_num_threads(cfg.trainer.threads)
+        torch.set_num_threads(cfg.local.threads)
         print(f"TRL {trl.__version__}: timing {total} RL steps of each, interleaved ...", flush=True)
         try:
             trainer.train()

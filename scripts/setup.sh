@@ -24,9 +24,10 @@ $PIP install -q -c constraints.txt -e ".[dev,verl]"
 # ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
 # not stop them); tests/sweeps/test_sweep_cli_e2e.py's token test fails on them. So the packages
 # that only ray[default] asks for are removed again (verl's losses do not use them); pip check
-# still holds, as it checks verl's `ray` requirement, not Ray's extras.
+# still holds, as it checks verl's `ray` requirement, not Ray's extras. prometheus-client stays:
+# TransferQueue (verl-core) requires it, and without opencensus and the exporter no port opens.
 $PIP uninstall -y -q aiohttp-cors colorful opencensus opentelemetry-exporter-prometheus \
-  prometheus-client py-spy smart-open virtualenv
+  py-spy smart-open virtualenv
 # Every installed package's requirements must hold: a conflict fails set-up instead of a test.
 if ! pip_check=$($PIP check 2>&1); then
   {

@@ -33,6 +33,10 @@ err_console = Console(stderr=True)  # errors and interrupts go to stderr; tables
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
                    "base.trainer.group_size=4", "seeds=[0]"]
+# --smoke of a verl spec also shrinks each trial to one node x one GPU (logical on the CPU platform),
+# micro-batches to the whole per-GPU mini-batch, and responses to 64 tokens
+VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "base.verl.micro_batch_size_per_gpu=null",
+                        "base.verl.log_prob_micro_batch_size_per_gpu=null", "base.trainer.max_new_tokens=64"]
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
 TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")]
@@ -49,6 +53,11 @@ def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
             base_overrides.append(f"{op}base.{o[len(op):]}")
     all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + base_overrides
     try:
+        if smoke:  # a verl spec gets more: what its trials look like decides
+            full = load_spec(spec, spec_overrides + base_overrides)
+            if any(t.config.backend == "verl" for t in full.trials):
+                gpus = ["resources.gpus=1"] if full.resources.gpus else []
+                all_overrides = SMOKE_OVERRIDES + VERL_SMOKE_OVERRIDES + gpus + spec_overrides + base_overrides
         loaded = load_spec(spec, all_overrides)
         if smoke:  # its own experiment: smoke trials never mix with the real ones
             loaded.name = f"{loaded.name}_smoke"
@@ -75,6 +84,17 @@ def print_trials(spec: SweepSpec) -> None:
                   f"retries per trial: {spec.max_failures}")
 
 
+def print_commands(spec: SweepSpec) -> None:
+    """--dry-run: the exact command each trial runs, for backends that launch one (verl main_ppo)."""
+    from trainers.backends import describe
+
+    for t in spec.trials:
+        command = describe(t.config)
+        if command is not None:
+            console.print(f"# {t.trial_id}", markup=False, highlight=False)
+            print(command)  # plain print: never wrapped, so it can be copied into a shell
+
+
 @app.command()
 def run(
     spec: Annotated[str, typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")],
@@ -95,6 +115,7 @@ def run(
     loaded = _load(spec, overrides or [], smoke)
     print_trials(loaded)
     if dry_run:
+        print_commands(loaded)
         return
     from sweeps.interrupts import SweepInterrupted
     from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec

@@ -83,10 +83,12 @@ def _visible_gpus() -> int:
         return 0
 
 
-def check_resources(spec, capacity: Capacity) -> None:
-    """Refuse a spec whose trials can never be scheduled (Tune would wait for them forever)."""
+def check_resources(spec, capacity: Capacity, slot: dict[str, float] | None = None) -> None:
+    """Refuse a spec whose trials' Tune slots (default: ``resources``) can never be scheduled (Tune
+    would wait for them forever). verl trials' own GPUs are checked by sweeps/placement.py."""
     r = spec.resources
-    for key, ask, node_has in (("cpus", r.cpus, capacity.node_cpus), ("gpus", r.gpus, capacity.node_gpus)):
+    cpus, gpus = (slot["cpu"], slot["gpu"]) if slot else (r.cpus, r.gpus)
+    for key, ask, node_has in (("cpus", cpus, capacity.node_cpus), ("gpus", gpus, capacity.node_gpus)):
         if ask > node_has:
             raise SpecError(f"{spec.path}: resources.{key}: each trial asks for {ask:g} {key[:-1].upper()}"
                             f"{'s' if ask != 1 else ''}, but {capacity.where} has {node_has:g} per node; "
@@ -108,7 +110,8 @@ def local_temp_dir(run_dir: Path, temp_dir: Path | None) -> Path:
     return temp
 
 
-def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_cpus: int | None) -> None:
+def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_cpus: int | None,
+             num_gpus: int | None = None) -> None:
     """Join ``address`` or start a local, token-protected Ray whose files stay under ``run_dir``."""
     import ray
 
@@ -122,8 +125,8 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     os.environ["RAY_TMPDIR"] = str(temp)  # Ray's address file, instead of /tmp/ray
     enable_local_token_auth()
     warn_if_metrics_exporters()
-    capacity = local_capacity(num_cpus)
-    ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus), _temp_dir=str(temp),
+    capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs for verl's CPU platform (sweeps/placement.py)
+    ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus), _temp_dir=str(temp),
              include_dashboard=False, log_to_driver=False, configure_logging=False)
 
 
@@ -134,11 +137,18 @@ def warn_if_metrics_exporters() -> None:
     where they are present."""
     import importlib.util
 
-    if importlib.util.find_spec("prometheus_client") and importlib.util.find_spec("opencensus"):
+    def importable(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ImportError:  # a missing parent package
+            return False
+
+    # prometheus_client alone (TransferQueue needs it) opens nothing: the exporters need these too
+    if importable("opencensus.stats") or importable("opentelemetry.exporter.prometheus"):
         logging.getLogger(__name__).warning(
             "Ray's dashboard packages are installed (ray[default]): the local Ray cluster will also serve "
             "read-only Prometheus metrics on all interfaces without the token; remove them as scripts/setup.sh "
-            "does (pip uninstall prometheus-client opencensus ...) or firewall the machine")
+            "does (pip uninstall opencensus opentelemetry-exporter-prometheus ...) or firewall the machine")
 
 
 def enable_local_token_auth() -> None:

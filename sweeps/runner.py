@@ -31,6 +31,7 @@ from pathlib import Path
 from dashboards.collect import resolve_tracking_uri
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
+from sweeps.placement import Placement, plan
 from sweeps.progress import LiveProgress
 from sweeps.ray_cluster import (check_resources, cluster_capacity, init_ray, local_capacity, local_temp_dir,
                                 prepare_environment)
@@ -99,17 +100,23 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     run_dir = options.run_dir.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     prepare_environment(run_dir)
+    placement = None
     if not options.address:  # before any run exists: Tune would wait forever for a trial that cannot fit
-        check_resources(spec, local_capacity(options.num_cpus))
+        capacity = local_capacity(options.num_cpus)
+        placement = plan(spec, capacity, local=True)
+        check_resources(spec, capacity, placement.tune_resources)
         local_temp_dir(run_dir, options.ray_temp_dir)
     with SweepLock(run_dir / ".locks" / f"{spec.name}.lock", spec.name):
         if options.address:
             init_ray(address=options.address, run_dir=run_dir, temp_dir=None, num_cpus=None)
-            check_resources(spec, cluster_capacity(options.address))
-        return _run_locked(spec, options, run_dir, started)
+            capacity = cluster_capacity(options.address)
+            placement = plan(spec, capacity, local=False)
+            check_resources(spec, capacity, placement.tune_resources)
+        return _run_locked(spec, options, run_dir, started, placement)
 
 
-def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: float) -> SweepResult:
+def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: float,
+                placement: Placement) -> SweepResult:
     from ray import tune
 
     tracking_uri = resolve_tracking_uri(options.tracking_uri, run_dir)
@@ -146,7 +153,8 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     status = "FINISHED"
     try:
         # ray.init installs its own SIGTERM handler (sys.exit): ours go in after it.
-        init_ray(address=options.address, run_dir=run_dir, temp_dir=options.ray_temp_dir, num_cpus=options.num_cpus)
+        init_ray(address=options.address, run_dir=run_dir, temp_dir=options.ray_temp_dir,
+                 num_cpus=placement.local_cpus or options.num_cpus, num_gpus=placement.local_gpus)
         with state.guard.installed():
             search_kwargs = _search(spec, recorded)
             if spec.search and search_kwargs["num_samples"] == 0:
@@ -156,9 +164,10 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
                                           if recorded else [], scratch, spec.report_interval_s, spec.stall_timeout_s)
                             for t in pending]
                 tuner = tune.Tuner(
-                    tune.with_resources(run_trial, {"cpu": spec.resources.cpus, "gpu": spec.resources.gpus}),
+                    tune.with_resources(run_trial, placement.tune_resources),
                     param_space=_param_space(spec, payloads),
-                    tune_config=tune.TuneConfig(max_concurrent_trials=spec.max_concurrent, scheduler=_scheduler(spec),
+                    tune_config=tune.TuneConfig(max_concurrent_trials=placement.max_concurrent,
+                                                scheduler=_scheduler(spec),
                                                 reuse_actors=True,  # later trials skip worker start-up + imports
                                                 trial_dirname_creator=_dirname, trial_name_creator=_dirname,
                                                 **search_kwargs),

@@ -45,12 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeps.placement import check_verl_gpus, resolve_verl_device
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
 from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
 from sweeps.trial_ids import cap_id, config_id, id_part
+from trainers.backends import preflight
 from trainers.config import ConfigError, TrialConfig
 from trainers.objectives import OBJECTIVES
 
@@ -59,8 +61,8 @@ __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compo
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
              "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report")
-TRIAL_SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm", "seed", "backend")
-SECTIONS = ("model", "data", "warm_start", "trainer", "reward", "algorithm")  # mappings of the trial config
+TRIAL_SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "seed", "backend", "local", "verl")
+SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "local", "verl")  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_SEED = 2**32 - 1
 MAX_LABEL = 60
@@ -209,7 +211,8 @@ def method_label(cfg: TrialConfig) -> str:
 def _absolute_paths(data: dict, base: Path) -> None:
     """Paths are resolved against the directory `sweep run` was started in (workers may chdir).
     A value of the wrong type is left alone for TrialConfig to name."""
-    ws = data.setdefault("warm_start", {})
+    local = data.setdefault("local", {})
+    ws = local.setdefault("warm_start", {}) if isinstance(local, dict) else None
     if isinstance(ws, dict) and isinstance(ws.get("cache_dir", ""), str):
         ws["cache_dir"] = str((base / ws.get("cache_dir", ".cache/base_models")).resolve())
     d = data.get("data")
@@ -322,10 +325,12 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                     _set_dotted(data, key, value, where)
                 data["seed"] = seed
                 _absolute_paths(data, cwd or Path.cwd())
+                resolve_verl_device(data, resources)
                 try:
                     cfg = TrialConfig.from_dict(data, source=where)
                 except ConfigError as err:
                     raise SpecError(str(err)) from None
+                check_verl_gpus(cfg, resources, where)
                 trial_id = f"{cid}.s{seed}"
                 if trial_id in seen:
                     raise SpecError(f"{where}: duplicate trial id {trial_id!r} (also from {seen[trial_id]}); "
@@ -345,6 +350,10 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 TrialConfig.from_dict(template, source=f"{src}: search.space")
             except ConfigError as err:
                 raise SpecError(str(err)) from None
+    try:  # e.g. verl: each trial's main_ppo config composed and checked by verl's own schema
+        preflight([t.config for t in trials], src)
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,

@@ -44,6 +44,11 @@ def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_i
             "stall_timeout_s": stall_timeout_s}
 
 
+def trial_storage_dir(scratch_dir: Path | str, trial_id: str) -> Path:
+    """A trial's durable directory, ``<sweep dir>/trials/<trial id>``: the same for every attempt."""
+    return Path(scratch_dir).parent / "trials" / trial_id
+
+
 def stall_marker(scratch_dir: Path | str, trial_id: str) -> Path:
     """Where a stalled trial's watchdog leaves the reason for the driver."""
     return Path(scratch_dir) / f"{trial_id}.stalled"
@@ -148,7 +153,8 @@ def run_trial(config: dict) -> None:
 
     try:
         final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
-                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta))
+                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta),
+                                         storage_dir=trial_storage_dir(payload["scratch_dir"], payload["trial_id"]))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry

@@ -1,12 +1,17 @@
 """The trainer contract shared by every backend and by the sweep runner.
 
     train(config: TrialConfig, report: Reporter, resume_from: Path | list[Path] | None = None,
-          workdir: Path | None = None, log=print) -> dict
+          workdir: Path | None = None, log=print, storage_dir: Path | None = None) -> dict
     Reporter(step, metrics: dict[str, float], checkpoint_dir: Path | None)
 
 A backend calls ``report`` once per logged step with the metric names of the contract in
 trainers/metrics.py (``STEP_METRICS`` every step, ``val_metrics`` at evaluations) and, when it
 wrote a checkpoint at that step, the checkpoint directory.
+
+``workdir`` is this attempt's scratch space (deleted when the attempt ends); ``storage_dir`` is
+the trial's durable directory, the same path for every retry and re-run of the trial (the local
+backend does not need it; the verl backend keeps verl's own checkpoints there and passes
+``report`` a small pointer directory, because Tune copies every reported checkpoint).
 
 ``resume_from`` is a directory previously passed to ``report``, or a list of such directories
 ordered newest first. The backend resumes from the first candidate it can read completely
@@ -52,12 +57,12 @@ class TrainingDiverged(RuntimeError):
 
 class Trainer(Protocol):
     def __call__(self, config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
-                 workdir: Path | None = None, log: Callable[[str], None] = print) -> dict: ...
+                 workdir: Path | None = None, log: Callable[[str], None] = print,
+                 storage_dir: Path | None = None) -> dict: ...
 
 
 def get_trainer(backend: str) -> Trainer:
-    if backend == "local":
-        from trainers.local.trainer import train
+    """The train function of a backend of trainers/backends.py (its package is imported only now)."""
+    from trainers.backends import get_trainer as load
 
-        return train
-    raise ValueError(f"backend: unknown trainer backend {backend!r}; expected 'local'")
+    return load(backend)

@@ -1,4 +1,4 @@
-"""Typed, validated configuration of one trial (model, data, warm start, trainer, objective).
+"""Typed, validated configuration of one trial (model, data, trainer, reward, objective, backend sections).
 
 YAML is the user surface; these dataclasses are what the code sees. ``TrialConfig.from_dict``
 rejects unknown keys (with a "did you mean" suggestion) and out-of-range values, naming the
@@ -12,8 +12,11 @@ overrides are Hydra's (trainers/overrides.py: ``key=value``, ``+key=value``, ``+
 ``~key``, ``~key=value``, values typed by Hydra's grammar). The dataclasses are the schema: each of
 their fields exists with its default, so ``+trainer.lr=1`` is refused ("trainer.lr already exists")
 and ``~trainer.lr`` (or ``~trainer``) puts the field (or section) back at its dataclass default;
-``algorithm.params`` and ``data.eval_files`` are open mappings (``~algorithm.params.eps_low``: the
-objective's paper default again).
+``algorithm.params``, ``data.eval_files`` and ``verl.data_sources`` are open mappings
+(``~algorithm.params.eps_low``: the objective's paper default again).
+
+The ``local:`` and ``verl:`` sections belong to their backends (trainers/backends.py): each backend
+reads only its own and checks it with its ``validate`` hook.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ import yaml
 
 from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
+from trainers.backends import get_backend
+from trainers.local.config import LocalConfig, WarmStartConfig  # noqa: F401  (WarmStartConfig: re-exported)
 from trainers.objectives import get_objective
 from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
 from trainers.suggest import did_you_mean
+from trainers.verl_backend.config import VerlConfig
 
 
 class ConfigError(ValueError):
@@ -42,21 +48,7 @@ class ModelConfig:
     name: str = "tiny-qwen3"
     """Label of the model in tables and MLflow tags."""
     path: str | None = None
-    """Local directory with a Hugging Face checkpoint + tokenizer; None builds the tiny Qwen3 in code."""
-    hidden_size: int = 64
-    """Tiny model: hidden size (ignored when path is set)."""
-    num_layers: int = 2
-    """Tiny model: number of decoder layers."""
-    num_heads: int = 4
-    """Tiny model: attention heads."""
-    num_kv_heads: int = 2
-    """Tiny model: key/value heads (grouped-query attention as in Qwen3)."""
-    intermediate_size: int = 192
-    """Tiny model: MLP width."""
-    device: str = "cpu"
-    """'cpu', 'cuda' or 'auto' (cuda when available)."""
-    dtype: str = "float32"
-    """Parameter dtype: 'float32' or 'bfloat16' (bf16 is meant for GPUs)."""
+    """Local directory with a Hugging Face checkpoint + tokenizer; None: the backend's built-in tiny Qwen3."""
 
 
 @dataclass
@@ -73,20 +65,6 @@ class DataConfig:
     """Optional JSONL of training problems (fields prompt, answer[, solution])."""
     eval_files: dict[str, str] = field(default_factory=dict)
     """Optional benchmark name -> JSONL path, for user-supplied test sets."""
-
-
-@dataclass
-class WarmStartConfig:
-    steps: int = 2000
-    """Supervised steps on reference solutions that build the base policy (0 = random init)."""
-    lr: float = 3e-3
-    """Learning rate of the warm start."""
-    batch_size: int = 32
-    """Problems per warm-start step."""
-    cache_dir: str = ".cache/base_models"
-    """Where base checkpoints are cached, keyed by a hash of their config (relative to the cwd)."""
-    answer_noise: float = 0.4
-    """Share of warm-start targets whose final answer is off (reasoning intact): RL can learn to report it."""
 
 
 @dataclass
@@ -121,8 +99,6 @@ class TrainerConfig:
     """Samples per problem for avg@k."""
     checkpoint_every: int = 50
     """Checkpoint every N steps (0 = only when a run directory asks for the final one)."""
-    threads: int = 1
-    """torch CPU threads (fixed so results are reproducible)."""
 
 
 @dataclass
@@ -137,14 +113,17 @@ class AlgorithmConfig:
 class TrialConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     seed: int = 0
     """Trial seed: rollout sampling, prompt order, optimizer noise."""
     backend: str = "local"
-    """Trainer backend: 'local' (built-in, CPU or one GPU)."""
+    """Trainer backend (trainers/backends.py): 'local' (built-in, CPU or one GPU) or 'verl' (main_ppo on Ray)."""
+    local: LocalConfig = field(default_factory=LocalConfig)
+    """Settings only the local backend reads (tiny-model sizes, device, threads, warm start)."""
+    verl: VerlConfig = field(default_factory=VerlConfig)
+    """Settings only the verl backend reads (nodes x GPUs, rollout engine, micro-batches, extra overrides)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "config") -> "TrialConfig":
@@ -219,48 +198,46 @@ def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
     return value
 
 
-def _require(ok: bool, source: str, path: str, expected: str, value: Any) -> None:
+def require(ok: bool, source: str, path: str, expected: str, value: Any) -> None:
     if not ok:
         raise ConfigError(f"{source}: {path}: expected {expected}, got {value!r}")
 
 
 def validate(cfg: TrialConfig, source: str = "config") -> None:
     """Range checks across the whole config; raises ConfigError naming the key path."""
-    t, m, d, w = cfg.trainer, cfg.model, cfg.data, cfg.warm_start
-    for name in ("steps", "prompts_per_step", "updates_per_rollout", "max_new_tokens", "eval_every", "eval_k", "threads"):
-        _require(getattr(t, name) >= 1, source, f"trainer.{name}", "an integer >= 1", getattr(t, name))
-    _require(t.group_size >= 2, source, "trainer.group_size", "an integer >= 2 (advantages need a group)", t.group_size)
+    t, m, d = cfg.trainer, cfg.model, cfg.data
+    for name in ("steps", "prompts_per_step", "updates_per_rollout", "max_new_tokens", "eval_every", "eval_k"):
+        require(getattr(t, name) >= 1, source, f"trainer.{name}", "an integer >= 1", getattr(t, name))
+    require(t.group_size >= 2, source, "trainer.group_size", "an integer >= 2 (advantages need a group)", t.group_size)
     n_rollouts = t.prompts_per_step * t.group_size
-    _require(n_rollouts % t.updates_per_rollout == 0, source, "trainer.updates_per_rollout",
-             f"a divisor of prompts_per_step * group_size = {n_rollouts}", t.updates_per_rollout)
-    _require(t.lr > 0, source, "trainer.lr", "a number > 0", t.lr)
-    _require(t.warmup_steps >= 0, source, "trainer.warmup_steps", "an integer >= 0", t.warmup_steps)
-    _require(t.weight_decay >= 0, source, "trainer.weight_decay", "a number >= 0", t.weight_decay)
-    _require(t.grad_clip > 0, source, "trainer.grad_clip", "a number > 0", t.grad_clip)
-    _require(t.temperature > 0, source, "trainer.temperature", "a number > 0", t.temperature)
-    _require(0 < t.top_p <= 1, source, "trainer.top_p", "a number in (0, 1]", t.top_p)
-    _require(t.eval_mode in ("avg@k", "greedy"), source, "trainer.eval_mode", "'avg@k' or 'greedy'", t.eval_mode)
-    _require(t.checkpoint_every >= 0, source, "trainer.checkpoint_every", "an integer >= 0", t.checkpoint_every)
-    _require(m.device in ("cpu", "cuda", "auto"), source, "model.device", "'cpu', 'cuda' or 'auto'", m.device)
-    _require(m.dtype in ("float32", "bfloat16"), source, "model.dtype", "'float32' or 'bfloat16'", m.dtype)
-    for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):
-        _require(getattr(m, name) >= 1, source, f"model.{name}", "an integer >= 1", getattr(m, name))
-    _require(m.hidden_size % m.num_heads == 0 and m.num_heads % m.num_kv_heads == 0, source, "model.num_heads",
-             "hidden_size divisible by num_heads, num_heads divisible by num_kv_heads", (m.hidden_size, m.num_heads, m.num_kv_heads))
+    require(n_rollouts % t.updates_per_rollout == 0, source, "trainer.updates_per_rollout",
+            f"a divisor of prompts_per_step * group_size = {n_rollouts}", t.updates_per_rollout)
+    require(t.lr > 0, source, "trainer.lr", "a number > 0", t.lr)
+    require(t.warmup_steps >= 0, source, "trainer.warmup_steps", "an integer >= 0", t.warmup_steps)
+    require(t.weight_decay >= 0, source, "trainer.weight_decay", "a number >= 0", t.weight_decay)
+    require(t.grad_clip > 0, source, "trainer.grad_clip", "a number > 0", t.grad_clip)
+    require(t.temperature > 0, source, "trainer.temperature", "a number > 0", t.temperature)
+    require(0 < t.top_p <= 1, source, "trainer.top_p", "a number in (0, 1]", t.top_p)
+    require(t.eval_mode in ("avg@k", "greedy"), source, "trainer.eval_mode", "'avg@k' or 'greedy'", t.eval_mode)
+    require(t.checkpoint_every >= 0, source, "trainer.checkpoint_every", "an integer >= 0", t.checkpoint_every)
     if m.path is not None:
-        _require(Path(m.path).is_dir(), source, "model.path", "an existing local directory with a checkpoint", m.path)
-    _require(d.train_size >= 1 and d.eval_size >= 1, source, "data.train_size/eval_size", "integers >= 1", (d.train_size, d.eval_size))
-    _require(len(d.benchmarks) >= 1, source, "data.benchmarks", "a non-empty list", d.benchmarks)
-    for bench in d.benchmarks:
-        _require(bench in BENCHMARKS or bench in d.eval_files, source, "data.benchmarks",
-                 f"built-in benchmarks {list(BENCHMARKS)} or keys of data.eval_files", bench)
+        require(Path(m.path).is_dir(), source, "model.path", "an existing local directory with a checkpoint", m.path)
+    require(d.train_size >= 1 and d.eval_size >= 1, source, "data.train_size/eval_size", "integers >= 1", (d.train_size, d.eval_size))
     files = ([("data.train_file", d.train_file)] if d.train_file else []) + [(f"data.eval_files.{k}", v) for k, v in d.eval_files.items()]
     for path, value in files:
-        _require(Path(value).is_file(), source, path, "an existing JSONL file", value)
-    _require(w.steps >= 0 and w.batch_size >= 1 and w.lr > 0, source, "warm_start", "steps >= 0, batch_size >= 1, lr > 0", dataclasses.asdict(w))
-    _require(0 <= w.answer_noise <= 1, source, "warm_start.answer_noise", "a number in [0, 1]", w.answer_noise)
-    _require(cfg.backend == "local", source, "backend", "'local' (the verl backend is not available yet)", cfg.backend)
-    _require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
+        require(Path(value).is_file(), source, path, "an existing file (JSONL; the verl backend also reads verl RL parquet)", value)
+    try:
+        backend = get_backend(cfg.backend)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    check_section = backend.load("validate")
+    if check_section is not None:
+        check_section(cfg, source)
+    require(len(d.benchmarks) >= 1, source, "data.benchmarks", "a non-empty list", d.benchmarks)
+    for bench in d.benchmarks:
+        require(bench in BENCHMARKS or bench in d.eval_files, source, "data.benchmarks",
+                f"built-in benchmarks {list(BENCHMARKS)} or keys of data.eval_files", bench)
+    require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
     try:
         get_objective(cfg.algorithm.name, **cfg.algorithm.params)
     except ValueError as err:

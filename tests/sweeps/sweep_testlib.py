@@ -25,7 +25,7 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
             "trainer": {"steps": steps, "eval_every": 2, "checkpoint_every": checkpoint_every, "prompts_per_step": 2,
                         "group_size": 4, "max_new_tokens": 24, "eval_k": 1},
             "data": {"eval_size": 4, "train_size": 200},
-            "warm_start": {"steps": 150, "cache_dir": str(TEST_CACHE)},
+            "local": {"warm_start": {"steps": 150, "cache_dir": str(TEST_CACHE)}},
         },
         "seeds": list(seeds),
         "max_concurrent": max_concurrent,
@@ -244,3 +244,31 @@ def kill_advancing_trial_worker(run_dir: Path, sweep: str, trial_id: str, min_st
                 first = None
                 continue
             killed.update(pid=pid, step=step, run_id=run_id)
+
+
+def shipped_user_inputs(spec_path: Path, root: Path) -> list[str]:
+    """The overrides on a shipped spec's first line (``# sweep run X.yaml key=value ...``), with every
+    absolute path in them moved under ``root`` and created there (a data file when the name ends
+    in .jsonl/.parquet/.json, else a directory). Specs that need user inputs (a model directory, data files) document them
+    on that line; loading them with these overrides checks that the documented command is valid."""
+    import re
+    import shlex
+
+    first = spec_path.read_text().splitlines()[0]
+    overrides = shlex.split(first)[4:]  # after: # sweep run NAME
+
+    def relocate(match: re.Match) -> str:
+        target = root / match.group(0).lstrip("/")
+        if target.suffix in (".jsonl", ".parquet", ".json"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text('{"prompt": "1+1=", "answer": "2"}\n')
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+        return str(target)
+
+    return [re.sub(r"(?<![\w.])/[\w./-]+", relocate, o) for o in overrides]
+
+
+def shipped_base_overrides(spec_path: Path, root: Path) -> list[str]:
+    """shipped_user_inputs as load_spec overrides (trial keys live under base.)."""
+    return [f"base.{o}" for o in shipped_user_inputs(spec_path, root)]

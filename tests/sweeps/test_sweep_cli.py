@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 
 from sweeps.cli import SMOKE_OVERRIDES, _load, app
 from sweeps.spec import CONFIGS_DIR, load_spec
+from sweep_testlib import REPO, shipped_user_inputs
 
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
+INPUTS = REPO / ".cache" / "shipped_inputs"
 
 
 def invoke(*args: str):
@@ -28,8 +30,9 @@ def flat(text: str) -> str:
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
-    spec = load_spec(path)
-    result = invoke("run", path.name, "--dry-run")
+    inputs = shipped_user_inputs(path, INPUTS)  # the model/data paths a spec's first line documents
+    spec = _load(str(path), inputs, smoke=False)
+    result = invoke("run", path.name, *inputs, "--dry-run")
     assert result.exit_code == 0, result.output
     for t in spec.trials:
         assert t.trial_id in result.output, f"{t.trial_id} missing (or cut) in the dry-run table"
@@ -71,12 +74,12 @@ def test_spec_level_overrides_are_not_sent_to_the_trial_config(tmp_path, empty_c
     path.write_text("name: s\nvariants: [{algorithm: grpo}]\n"
                     "search: {metric: val/avg/acc, num_samples: 8, space: {trainer.lr: {type: float, low: 1.0e-4, high: 1.0e-2}}}\n")
     spec = _load(str(path), ["search.num_samples=3", "resources.gpus=0.5", "max_failures=0", "base.trainer.lr=5e-4",
-                             "warm_start.steps=0"], smoke=False)
+                             "local.warm_start.steps=0"], smoke=False)
     assert spec.search["num_samples"] == 3
     assert (spec.resources.cpus, spec.resources.gpus) == (1.0, 0.5)
     assert spec.max_failures == 0
     (t,) = spec.trials
-    assert t.config.trainer.lr == 5e-4 and t.config.warm_start.steps == 0
+    assert t.config.trainer.lr == 5e-4 and t.config.local.warm_start.steps == 0
 
 
 def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
@@ -96,7 +99,7 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
-    spec = _load(str(path), [], smoke=True)
+    spec = _load(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
     assert {t.config.seed for t in spec.trials} == {0}
     assert max(t.config.trainer.steps for t in spec.trials) <= 10
 

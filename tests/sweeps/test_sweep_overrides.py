@@ -141,7 +141,7 @@ def test_deleting_a_group_that_is_not_in_defaults(tmp_path, empty_cwd):
 
 
 CLI_FORMS = ["trainer.steps=50", "++seeds=[0]", "trainer.lr=3e-4", "~trainer.lr=3e-4", "++trainer.eval_k=2",
-             "~warm_start.answer_noise", "++model=tiny_qwen3"]
+             "~local.warm_start.answer_noise", "++model=tiny_qwen3"]
 
 
 def test_cli_forms_reach_the_trials(empty_cwd):
@@ -149,7 +149,7 @@ def test_cli_forms_reach_the_trials(empty_cwd):
     assert code == 0, out
     assert "dhpo_vs_baselines: 6 trials" in out and "grpo-clip0.2-0.2.s0" in out and ".s1" not in out
     spec = _load(SPEC, CLI_FORMS, smoke=False)
-    assert {(t.config.trainer.steps, t.config.trainer.lr, t.config.trainer.eval_k, t.config.warm_start.answer_noise)
+    assert {(t.config.trainer.steps, t.config.trainer.lr, t.config.trainer.eval_k, t.config.local.warm_start.answer_noise)
             for t in spec.trials} == {(50, 1e-4, 2, 0.4)}
 
 

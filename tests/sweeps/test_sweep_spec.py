@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from sweeps.cli import app
 from sweeps.spec import CONFIGS_DIR, SpecError, SweepSpec, load_spec, resolve_spec_path
+from sweep_testlib import REPO, shipped_base_overrides
 from trainers.config import TrialConfig
 from trainers.objectives import get_objective
 
@@ -28,9 +29,12 @@ SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
 TRIAL_ID = re.compile(r"^[a-z][a-z0-9]*(-[A-Za-z0-9_.+]+)*\.s\d+$")
 
 
+INPUTS = REPO / ".cache" / "shipped_inputs"  # placeholder user inputs of specs that need them (model, data)
+
+
 @lru_cache(maxsize=None)
 def _shipped(path: Path) -> SweepSpec:
-    return load_spec(path)
+    return load_spec(path, shipped_base_overrides(path, INPUTS))
 
 
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
@@ -69,7 +73,7 @@ def test_shipped_spec_opens_with_the_command_that_runs_it(path):
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
-    spec = load_spec(path)
+    spec = _shipped(path)
     assert spec.name == path.stem  # the MLflow experiment is the sweep name
     assert spec.trials
     seeds = spec.raw.get("seeds", [0])
@@ -116,10 +120,11 @@ def test_shipped_spec_ids_match_the_documented_naming(name):
 
 def test_trial_ids_do_not_depend_on_the_process(tmp_path):
     """Same ids and order in a fresh interpreter with another hash seed (resume relies on it)."""
-    code = ("import json, sys; from sweeps.spec import load_spec; "
-            "print(json.dumps({p: [t.trial_id for t in load_spec(p).trials] for p in sys.argv[1:]}))")
+    code = ("import json, sys; from sweeps.spec import load_spec; specs = json.loads(sys.argv[1]); "
+            "print(json.dumps({p: [t.trial_id for t in load_spec(p, o).trials] for p, o in specs.items()}))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code, *map(str, SHIPPED)], cwd=tmp_path, env=env,
+    specs = json.dumps({str(p): shipped_base_overrides(p, INPUTS) for p in SHIPPED})
+    out = subprocess.run([sys.executable, "-c", code, specs], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     other = json.loads(out.strip().splitlines()[-1])
     for p in SHIPPED:
@@ -321,7 +326,7 @@ def test_relative_data_paths_are_resolved_against_the_launch_dir(tmp_path):
                      cwd=tmp_path)
     (t,) = spec.trials
     assert t.config.data.train_file == str((tmp_path / "train.jsonl").resolve())
-    assert Path(t.config.warm_start.cache_dir).is_absolute()
+    assert Path(t.config.local.warm_start.cache_dir).is_absolute()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +361,7 @@ MALFORMED = [
     ("seed_in_variant", "name: t\nvariants: [{algorithm: grpo, seed: [1, 2]}]\n",
      ["variants[0].seed", "'seeds'"]),
     ("missing_data_file", "name: t\nbase: {data: {train_file: no_such_train.jsonl}}\n" + OK_VARIANTS,
-     ["data.train_file", "existing JSONL file", "no_such_train.jsonl"]),
+     ["data.train_file", "expected an existing file", "no_such_train.jsonl"]),
     ("group_size_below_2", "name: t\nbase: {trainer: {group_size: 1}}\n" + OK_VARIANTS,
      ["trainer.group_size", "integer >= 2", "got 1"]),
     ("unknown_trial_key", "name: t\nvariants: [{algorithm: grpo, trainer.lrr: [1.0e-3]}]\n",

@@ -112,7 +112,7 @@ def test_cli_refuses_an_environment_interpolation(empty_cwd):
 def test_a_group_override_switches_the_preset(override, empty_cwd):
     (empty_cwd / "checkpoints" / "Qwen3-0.6B").mkdir(parents=True)  # the preset's path, relative to the cwd
     spec = load_spec("dhpo_vs_baselines", [override])
-    assert {(t.config.model.name, t.config.model.path, t.config.warm_start.steps) for t in spec.trials} == {
+    assert {(t.config.model.name, t.config.model.path, t.config.local.warm_start.steps) for t in spec.trials} == {
         ("Qwen3-0.6B", str((empty_cwd / "checkpoints" / "Qwen3-0.6B").resolve()), 0)}
     assert spec.raw["defaults"] == [{"trainer": "local_tiny"}, {"model": "qwen3_0.6b_local"}, {"data": "arith"}]
     assert len(spec.trials) == 18
@@ -133,7 +133,7 @@ def test_cli_model_override_switches_the_preset(empty_cwd):
 
 
 @pytest.mark.parametrize("override, needles", [
-    ("base.model=qwen3_7b", ["no preset 'qwen3_7b'", "['qwen3_0.6b_local', 'tiny_qwen3']"]),
+    ("base.model=qwen3_7b", ["no preset 'qwen3_7b'", "['qwen3_0.6b_local', 'qwen3_1.7b_base', 'qwen3_4b_base', 'tiny_qwen3']"]),
     ("model=../trainer/local_tiny", ["model: expected a preset name", "no '/', '..'", "'../trainer/local_tiny'"]),
     (f"base.data={CONFIGS_DIR / 'data' / 'arith'}", ["data: expected a preset name", "absolute path"]),
 ], ids=["unknown", "parent_dir", "absolute"])

@@ -13,8 +13,8 @@ def load_data(cfg: TrialConfig) -> tuple[list[Problem], dict[str, list[Problem]]
     d = cfg.data
     if d.train_file:
         train = load_jsonl(d.train_file)
-        if cfg.warm_start.steps and any(not p.solution for p in train):
-            raise ValueError(f"data.train_file {d.train_file}: warm_start.steps > 0 needs a 'solution' on every row")
+        if cfg.local.warm_start.steps and any(not p.solution for p in train):
+            raise ValueError(f"data.train_file {d.train_file}: local.warm_start.steps > 0 needs a 'solution' on every row")
     else:
         train = make_split("train", d.train_size, d.seed)
     benchmarks = {}

@@ -22,7 +22,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
 from evaluators.tasks import VOCAB_CHARS
-from trainers.config import ModelConfig
+from trainers.local.config import LocalConfig
 from trainers.local.lean_checkpoint import LeanTokenizer, lean_loadable, load_qwen3_weights
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS)
 
 
-def build_tiny_model(cfg: ModelConfig, tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen3ForCausalLM:
+def build_tiny_model(cfg: LocalConfig, tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen3ForCausalLM:
     """A randomly initialised Qwen3-architecture causal LM (deterministic from ``seed``)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -71,7 +71,7 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("model.device: 'cuda' requested but torch.cuda.is_available() is False")
+        raise RuntimeError("local.device: 'cuda' requested but torch.cuda.is_available() is False")
     return torch.device(device)
 
 

@@ -107,12 +107,12 @@ class LocalTrainer:
     def __init__(self, cfg: TrialConfig, log=print):
         self.cfg, self.log = cfg, log
         t = cfg.trainer
-        torch.set_num_threads(t.threads)
+        torch.set_num_threads(cfg.local.threads)
         torch.manual_seed(cfg.seed)
         self.train_problems, self.benchmarks = load_data(cfg)
         base_dir = ensure_base_checkpoint(cfg, self.train_problems, log)
-        self.device = resolve_device(cfg.model.device)
-        self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.model.dtype)
+        self.device = resolve_device(cfg.local.device)
+        self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.local.dtype)
         self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
         self.opt = self._new_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
@@ -258,12 +258,13 @@ def _brief(err: BaseException) -> str:
 
 
 def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
-          workdir: Path | None = None, log=print) -> dict[str, float]:
+          workdir: Path | None = None, log=print, storage_dir: Path | None = None) -> dict[str, float]:
     """Run one trial of the local backend (the trainer contract of trainers/api.py).
 
     ``resume_from``: a checkpoint directory or candidates ordered newest first; unreadable
     ones are skipped (logged), and with none readable the run starts from step 0.
-    Raises TrainingDiverged when training diverges.
+    Raises TrainingDiverged when training diverges. ``storage_dir`` is not needed (checkpoints
+    are small enough for Tune to copy).
     """
     trainer = LocalTrainer(config, log)
     if resume_from is not None:

@@ -1,7 +1,7 @@
 """The base policy: a short supervised warm start on reference solutions, cached on disk.
 
 Like the papers' base models, the base policy solves some but not all problems. It is built
-once per configuration and cached under ``warm_start.cache_dir/<hash>/`` (a normal Hugging
+once per configuration and cached under ``local.warm_start.cache_dir/<hash>/`` (a normal Hugging
 Face directory: ``save_pretrained`` model + tokenizer), keyed by a hash of everything that
 determines it, so every trial of a sweep starts from the identical base. A file lock makes
 concurrent trials wait for the first builder instead of building it twice.
@@ -33,8 +33,11 @@ BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for e
 
 def base_key(cfg: TrialConfig) -> str:
     """Hash of what determines the base checkpoint (not the trial seed, device or cache dir)."""
-    model = {k: v for k, v in cfg.model.__dict__.items() if k != "name"}
-    warm = {k: v for k, v in cfg.warm_start.__dict__.items() if k != "cache_dir"}
+    # the same keys as before the local: section existed, so cached bases stay valid
+    local = cfg.local
+    model = {"path": cfg.model.path, **{k: getattr(local, k) for k in (
+        "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "device", "dtype")}}
+    warm = {k: v for k, v in local.warm_start.__dict__.items() if k != "cache_dir"}
     data = {k: cfg.data.__dict__[k] for k in ("train_size", "seed", "train_file")}
     if cfg.data.train_file:
         data["train_file_sha1"] = hashlib.sha1(Path(cfg.data.train_file).read_bytes()).hexdigest()
@@ -74,7 +77,7 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
     computed, on any problem: a prompt-independent flaw that RL with a verifier can remove, like
     the formatting and consistency habits RLVR fixes in real base models.
     """
-    w = cfg.warm_start
+    w = cfg.local.warm_start
     device = next(model.parameters()).device
     rng = random.Random(BASE_INIT_SEED)
     opt = torch.optim.AdamW(model.parameters(), lr=w.lr, weight_decay=0.0)
@@ -102,7 +105,7 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
 
 def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=print) -> Path:
     """Return the cached base directory for ``cfg``, building it (once, under a lock) if missing."""
-    root = Path(cfg.warm_start.cache_dir).resolve()
+    root = Path(cfg.local.warm_start.cache_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     key = base_key(cfg)
     target = root / key
@@ -110,18 +113,18 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
         if (target / "READY").exists():
             return target
         started = time.time()
-        log(f"building base policy {key} ({cfg.warm_start.steps} warm-start steps) ...")
-        device = resolve_device(cfg.model.device)
+        log(f"building base policy {key} ({cfg.local.warm_start.steps} warm-start steps) ...")
+        device = resolve_device(cfg.local.device)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(BASE_INIT_SEED)
             if cfg.model.path:
                 from trainers.local.model import load_policy
 
-                model, tokenizer = load_policy(cfg.model.path, device, cfg.model.dtype, lean=False)  # HF forward + save
+                model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
             else:
                 tokenizer = build_char_tokenizer()
-                model = build_tiny_model(cfg.model, tokenizer, seed=BASE_INIT_SEED).to(device)
-            if cfg.warm_start.steps:
+                model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
+            if cfg.local.warm_start.steps:
                 warm_start(model, tokenizer, train_problems, cfg, log)
         tmp = root / f"{key}.tmp"
         model.save_pretrained(tmp)

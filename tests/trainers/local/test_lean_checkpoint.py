@@ -189,7 +189,7 @@ def test_weights_have_no_forward(saved):
 
 SMALL = ["trainer.steps=3", "trainer.eval_every=3", "trainer.prompts_per_step=2", "trainer.group_size=4",
          "trainer.max_new_tokens=24", "trainer.eval_k=1", "data.eval_size=4", "data.train_size=200",
-         "warm_start.steps=150", f"warm_start.cache_dir={REPO / '.cache' / 'test_base_models'}",
+         "local.warm_start.steps=150", f"local.warm_start.cache_dir={REPO / '.cache' / 'test_base_models'}",
          "algorithm.name=dhpo", "algorithm.params.mixing=entropy"]
 
 

@@ -15,7 +15,7 @@ from trainers.objectives import OBJECTIVES
 REPO = Path(__file__).resolve().parents[3]
 SMALL = ["trainer.steps=4", "trainer.eval_every=2", "trainer.prompts_per_step=2", "trainer.group_size=4",
          "trainer.max_new_tokens=24", "trainer.eval_k=1", "data.eval_size=4", "data.train_size=200",
-         "warm_start.steps=150", f"warm_start.cache_dir={REPO / '.cache' / 'test_base_models'}"]
+         "local.warm_start.steps=150", f"local.warm_start.cache_dir={REPO / '.cache' / 'test_base_models'}"]
 
 
 def run(overrides, resume_from=None, workdir=None):
@@ -85,9 +85,9 @@ def test_resume_from_checkpoint_is_bit_exact(tmp_path):
     ("data.benchmarks=[easy,olympiad]", "data.benchmarks"),
     ("trainer.stepz=3", "trainer.stepz: unknown key (did you mean 'trainer.steps'?)"),
     ("algorithm.params.eps_low=-0.1", "eps_low: expected a finite number > 0"),
-    ("data.train_file=missing.jsonl", "data.train_file: expected an existing JSONL file"),
+    ("data.train_file=missing.jsonl", "data.train_file: expected an existing file (JSONL"),
     ("trainer.eval_mode=beam", "trainer.eval_mode: expected 'avg@k' or 'greedy'"),
-    ("model.device=tpu", "model.device"),
+    ("local.device=tpu", "local.device"),
 ])
 def test_bad_config_is_a_clear_error(override, needle):
     with pytest.raises(ConfigError) as err:

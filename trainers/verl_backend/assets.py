@@ -1,0 +1,287 @@
+"""Local assets for verl runs, built without downloads: a tiny Qwen3 checkpoint and RL parquet files.
+
+    model_dir = tiny_qwen3(Path(".cache/verl_assets"))          # HF dir: config, weights, tokenizer
+    train_file, val_files = rl_parquet(out_dir, train_problems, {"easy": easy, "medium": medium})
+    path = as_rl_parquet("my_eval.jsonl", out_dir, data_source="my_eval", split="test")  # parquet as-is
+
+Tiny Qwen3 (``tiny_qwen3``)
+    A ``Qwen3ForCausalLM`` (~100k parameters by default), randomly initialised and then, with
+    ``warm_start_steps > 0``, warm-started into a base policy (below), saved with
+    ``save_pretrained`` (config.json, model.safetensors, generation_config.json) next to a
+    character-level tokenizer (``tokenizers`` WordLevel, one token per character: newline plus
+    printable ASCII, so any task prompt and user JSONL in ASCII round-trips; other characters
+    become ``<unk>``) wrapped as ``PreTrainedTokenizerFast`` and saved the same way, so
+    ``AutoTokenizer.from_pretrained`` loads it. Special tokens follow Qwen's ChatML so verl's
+    Qwen Continuous-Token builder accepts the tokenizer (it needs ``<|im_end|>`` and a one-token
+    newline): ``<|endoftext|>`` pads (id 0), ``<|im_start|>`` opens a turn, ``<|im_end|>`` ends a
+    turn and is the EOS. The chat template renders
+    ``<|im_start|>user\\nQ: 12+7=?<|im_end|>\\n<|im_start|>assistant\\n`` (RLHFDataset applies it).
+    Warm start: ``warm_start_steps`` supervised steps (trainers.local.warmstart.warm_start: AdamW,
+    lr WARM_START["lr"], batch WARM_START["batch_size"], a WARM_START["answer_noise"] share of targets
+    with a wrong final answer) on the reference solutions of ``make_split("train", WARM_START["train_size"],
+    WARM_START["train_seed"])``, in the exact token format verl feeds and scores: the chat-templated
+    prompt (add_generation_prompt=True, as RLHFDataset renders it), then the solution and ``<|im_end|>``
+    (the EOS), loss on the response only. Like the local backend's base, it solves some but not all
+    easy problems, so RL gets non-zero rewards and gradients; ``warm_start_steps=0`` keeps the random
+    model. Deterministic (fixed seeds, torch RNG forked).
+    The directory name carries a hash of everything that defines it (sizes, seed, vocabulary,
+    template, warm-start settings, ASSET_VERSION), so a changed spec builds a new directory and an unchanged one is
+    reused without rebuilding. It is written to a temporary directory next to it and moved into
+    place with ``os.replace``: readers never see a half-written checkpoint, and when two processes
+    race, the first rename wins and the other's copy is discarded.
+
+RL parquet (``rl_parquet``, ``problems_to_parquet``, ``jsonl_to_parquet``, ``as_rl_parquet``)
+    verl's RLHFDataset format, one row per problem:
+        data_source   benchmark name ("train" for the train split; verl groups validation
+                      metrics by it: val-core/<data_source>/acc/mean@N)
+        prompt        [{"role": "user", "content": problem.prompt}]
+        ability       "arithmetic"
+        reward_model  {"style": "rule", "ground_truth": problem.answer}
+        extra_info    {"index": i, "split": split}
+    Problems come from evaluators.tasks (``make_split`` for the synthetic splits, ``load_jsonl``
+    for a user JSONL with prompt, answer[, solution, benchmark]). A user's ``.parquet`` file is
+    used as it is (``as_rl_parquet`` decides by suffix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from evaluators.tasks import Problem, load_jsonl
+
+ASSET_VERSION = 2
+"""Bump when the way the checkpoint is built changes (the hash, hence the directory, changes too)."""
+
+PAD, IM_START, IM_END, UNK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"
+SPECIAL_TOKENS = (PAD, IM_START, IM_END, UNK)
+CHARS = "\n" + "".join(chr(c) for c in range(32, 127))
+"""One token per character: newline and printable ASCII (covers evaluators.tasks.VOCAB_CHARS)."""
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+ABILITY = "arithmetic"
+MAX_POSITIONS = 512
+TINY_DEFAULTS = {"hidden_size": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 192, "seed": 0}
+WARM_START = {"lr": 3e-3, "batch_size": 32, "answer_noise": 0.4, "train_size": 4000, "train_seed": 0}
+"""Fixed settings of the warm start (trainers.local.warmstart's defaults); part of the cache key."""
+WARM_START_THREADS = 1
+"""torch threads of the warm start (fixed: reproducible results, and it runs beside other work)."""
+
+
+# --------------------------------------------------------------------------- tiny Qwen3
+
+def build_tokenizer():
+    """The character-level ChatML tokenizer of the tiny Qwen3 (a PreTrainedTokenizerFast)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(list(SPECIAL_TOKENS) + list(CHARS))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every char, newline too
+    tok.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token=PAD, eos_token=IM_END, unk_token=UNK, additional_special_tokens=[IM_START],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def _spec(sizes: Mapping[str, int], warm_start_steps: int = 0) -> dict:
+    warm = {"steps": warm_start_steps, **WARM_START} if warm_start_steps else None
+    return {"version": ASSET_VERSION, "chars": CHARS, "specials": SPECIAL_TOKENS, "template": CHAT_TEMPLATE,
+            "max_positions": MAX_POSITIONS, "warm_start": warm, **sizes}
+
+
+def chat_prompt(tokenizer, prompt: str) -> str:
+    """``prompt`` as verl's RLHFDataset renders it: one user turn, chat template, generation prompt."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                         tokenize=False)
+
+
+def warm_start_tiny(model, tokenizer, steps: int, log=print) -> None:
+    """Supervised warm start of ``model`` in place (see the module docstring), through
+    trainers.local.warmstart.warm_start on problems whose prompt is the chat-templated prompt."""
+    import dataclasses
+
+    import torch
+
+    from evaluators.tasks import make_split
+    from trainers.config import TrialConfig
+    from trainers.local.config import WarmStartConfig
+    from trainers.local.warmstart import warm_start
+
+    cfg = TrialConfig()
+    cfg.local.warm_start = WarmStartConfig(steps=steps, lr=WARM_START["lr"], batch_size=WARM_START["batch_size"],
+                                           answer_noise=WARM_START["answer_noise"])
+    problems = [dataclasses.replace(p, prompt=chat_prompt(tokenizer, p.prompt))
+                for p in make_split("train", WARM_START["train_size"], WARM_START["train_seed"])]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(WARM_START_THREADS)
+    try:
+        warm_start(model, tokenizer, problems, cfg, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int = 0, log=print) -> None:
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    tokenizer = build_tokenizer()
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=sizes["hidden_size"],
+        intermediate_size=sizes["intermediate_size"],
+        num_hidden_layers=sizes["num_layers"],
+        num_attention_heads=sizes["num_heads"],
+        num_key_value_heads=sizes["num_kv_heads"],
+        head_dim=sizes["hidden_size"] // sizes["num_heads"],
+        max_position_embeddings=MAX_POSITIONS,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(sizes["seed"])
+        model = Qwen3ForCausalLM(config)
+        if warm_start_steps:
+            warm_start_tiny(model, tokenizer, warm_start_steps, log)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    tokenizer.save_pretrained(out)
+    (out / "zoo_asset.json").write_text(json.dumps(_spec(sizes, warm_start_steps), indent=1, sort_keys=True) + "\n")
+
+
+def tiny_qwen3(cache_dir: Path, warm_start_steps: int = 0, log=print, **sizes: int) -> Path:
+    """Directory of a tiny Qwen3 HF checkpoint + tokenizer under ``cache_dir``, built once.
+
+    ``warm_start_steps`` > 0 warm-starts it into a base policy (module docstring; 0: random init).
+    ``sizes`` may override TINY_DEFAULTS (hidden_size, num_layers, num_heads, num_kv_heads,
+    intermediate_size, seed). Reused when the directory for the same spec exists. ``log`` gets the
+    warm start's progress lines.
+    """
+    if not isinstance(warm_start_steps, int) or warm_start_steps < 0:
+        raise ValueError(f"tiny_qwen3: warm_start_steps must be an integer >= 0, got {warm_start_steps!r}")
+    unknown = sorted(set(sizes) - set(TINY_DEFAULTS))
+    if unknown:
+        raise ValueError(f"tiny_qwen3: unknown size keys {unknown}; expected some of {sorted(TINY_DEFAULTS)}")
+    sizes = {**TINY_DEFAULTS, **sizes}
+    if sizes["hidden_size"] % sizes["num_heads"] or sizes["num_heads"] % sizes["num_kv_heads"]:
+        raise ValueError(f"tiny_qwen3: hidden_size must divide by num_heads and num_heads by num_kv_heads: {sizes}")
+    key = hashlib.sha256(json.dumps(_spec(sizes, warm_start_steps), sort_keys=True).encode()).hexdigest()[:12]
+    cache_dir = Path(cache_dir).resolve()
+    final = cache_dir / f"tiny-qwen3-{key}"
+    if (final / "zoo_asset.json").is_file():
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
+    try:
+        _build_model_dir(tmp, sizes, warm_start_steps, log)
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process put a complete copy there first
+            if not (final / "zoo_asset.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# --------------------------------------------------------------------------- RL parquet
+
+def _write_parquet_atomic(rows: list[dict], path: Path) -> Path:
+    import pandas as pd
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pd.DataFrame(rows).to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def problem_rows(problems: Sequence[Problem], data_source: str, split: str) -> list[dict]:
+    """verl RL rows (see the module docstring) for ``problems``."""
+    if not problems:
+        raise ValueError(f"no problems for data_source {data_source!r}")
+    return [
+        {
+            "data_source": data_source,
+            "prompt": [{"role": "user", "content": p.prompt}],
+            "ability": ABILITY,
+            "reward_model": {"style": "rule", "ground_truth": str(p.answer)},
+            "extra_info": {"index": i, "split": split},
+        }
+        for i, p in enumerate(problems)
+    ]
+
+
+def problems_to_parquet(problems: Sequence[Problem], path: Path, data_source: str, split: str) -> Path:
+    """Write ``problems`` as a verl RL parquet file at ``path`` (atomically); returns ``path``."""
+    return _write_parquet_atomic(problem_rows(problems, data_source, split), Path(path))
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "data"
+
+
+def rl_parquet(out_dir: Path, train_problems: Sequence[Problem],
+               eval_sets: Mapping[str, Sequence[Problem]]) -> tuple[Path, dict[str, Path]]:
+    """``train.parquet`` (data_source "train") and one ``val_<bench>.parquet`` per eval set
+    (data_source = its benchmark name) under ``out_dir``; returns (train_file, {bench: val_file})."""
+    out_dir = Path(out_dir).resolve()
+    train_file = problems_to_parquet(train_problems, out_dir / "train.parquet", "train", "train")
+    val_files, stems = {}, set()
+    for bench, problems in eval_sets.items():
+        stem = _file_stem(bench)
+        if stem in stems:
+            raise ValueError(f"eval set names {list(eval_sets)} map to the same file name {stem!r}")
+        stems.add(stem)
+        val_files[bench] = problems_to_parquet(problems, out_dir / f"val_{stem}.parquet", bench, "test")
+    return train_file, val_files
+
+
+def jsonl_to_parquet(jsonl_path: Path, out_path: Path, data_source: str | None = None, split: str = "test") -> Path:
+    """Convert a user JSONL (prompt, answer[, solution, benchmark]; see evaluators.tasks.load_jsonl)
+    to verl RL parquet; data_source defaults to the file stem."""
+    jsonl_path = Path(jsonl_path)
+    return problems_to_parquet(load_jsonl(jsonl_path), out_path, data_source or jsonl_path.stem, split)
+
+
+def as_rl_parquet(path: Path, out_dir: Path, data_source: str | None = None, split: str = "test") -> Path:
+    """A verl-readable parquet for a user data file: ``.parquet`` as it is, ``.jsonl``/``.json``
+    converted into ``out_dir`` (named after data_source or the file stem)."""
+    path = Path(path).resolve()
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        if not path.is_file():
+            raise FileNotFoundError(f"parquet data file not found: {path}")
+        return path
+    if suffix in (".jsonl", ".json"):
+        name = data_source or path.stem
+        return jsonl_to_parquet(path, Path(out_dir) / f"{split}_{_file_stem(name)}.parquet", name, split)
+    raise ValueError(f"data file {path}: expected a .parquet (used as is) or a .jsonl (converted), got {suffix!r}")

@@ -1,0 +1,177 @@
+"""The exact verl ``main_ppo`` command of one trial: its inputs, argv and environment.
+
+Used by the backend's train function (trainers/verl_backend/train.py), by ``sweep run --dry-run``
+(which prints it) and by benchmarks/verl_overhead.py (which runs it directly).
+
+    python -m trainers.verl_backend.launch TRIAL.yaml [override ...]   # print a trial's command
+
+Each trial is its own Ray driver process (``python -m verl.trainer.main_ppo``): verl calls
+``ray.init(address=<the sweep's cluster>, namespace=<the trial's own>)``, so its placement
+groups and named actors belong to that job and are removed when the process exits. Everything
+verl's Ray workers need in their environment (our plug-ins via VERL_USE_EXTERNAL_MODULES, the CPU
+platform's variables, PYTHONPATH, caches) goes into that job's ``runtime_env``, because workers of
+an existing cluster do not inherit the driver's environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainers.config import TrialConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Variables that must reach verl's Ray workers (not only its driver) when they are set.
+WORKER_ENV_PREFIXES = ("VERL_", "ZOO_VERL_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "PYTHONPATH", "TMPDIR",
+                       "XDG_CACHE_HOME", "TORCHINDUCTOR_CACHE_DIR")
+
+
+@dataclass
+class Inputs:
+    """What a trial reads: a local model directory and verl RL parquet files."""
+
+    model_path: str
+    train_files: list[str]
+    val_files: list[str]
+
+
+@dataclass
+class Launch:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables set on top of the caller's environment."""
+
+    def shell(self) -> str:
+        """The command as one shell line: env assignments, then argv (every value quoted)."""
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        return f"{assigns} {shlex.join(self.argv)}".strip()
+
+
+def uses_cpu(cfg: TrialConfig) -> bool:
+    """A trial without GPUs runs on the CPU platform (trainers/verl_backend/cpu). A sweep resolves
+    ``verl.device: auto`` from its ``resources.gpus``; elsewhere 'auto' means: CPU without CUDA."""
+    if cfg.verl.device == "auto":
+        import torch
+
+        return not torch.cuda.is_available()
+    return cfg.verl.device == "cpu"
+
+
+def cache_root(cfg: TrialConfig) -> Path:
+    return Path(cfg.verl.cache_dir).resolve()
+
+
+def prepare_inputs(cfg: TrialConfig, build: bool = True) -> Inputs:
+    """The model directory and parquet files of a trial: the user's, or (model.path / data files
+    absent) the tiny Qwen3 and the synthetic task built under ``verl.cache_dir`` (reused by hash).
+    ``build=False`` returns where they will be without building them (for --dry-run)."""
+    from trainers.verl_backend import assets
+
+    root = cache_root(cfg)
+    model = cfg.model.path or str(assets.tiny_qwen3(root / "models") if build else root / "models" / "<tiny-qwen3>")
+    train, vals = trial_data(cfg, root / "data", build=build)
+    return Inputs(model, [str(train)], [str(v) for v in vals])
+
+
+def _data_key(cfg: TrialConfig) -> str:
+    """Hash of what defines a trial's parquet files (user files by path, size and mtime)."""
+    d = cfg.data
+    files = [f for f in [d.train_file, *d.eval_files.values()] if f]
+    stamp = {f: [os.path.getsize(f), os.path.getmtime(f)] if os.path.isfile(f) else None for f in files}
+    blob = json.dumps({"data": dataclasses.asdict(d), "files": stamp}, sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, list[Path]]:
+    """(train parquet, one val parquet per benchmark of data.benchmarks): user .parquet files as they
+    are, user .jsonl files converted, the synthetic task generated; under ``root/data-<hash>``.
+    The data source of a converted or generated benchmark is its name (verl.data_sources maps a
+    user parquet's own data sources to benchmark names)."""
+    from evaluators.tasks import make_split
+    from trainers.verl_backend import assets
+
+    d = cfg.data
+    out = Path(root) / f"data-{_data_key(cfg)}"
+    if not build:
+        return (Path(d.train_file) if d.train_file else out / "train.parquet",
+                [Path(d.eval_files[b]) if b in d.eval_files else out / f"val_{b}.parquet" for b in d.benchmarks])
+    if d.train_file:
+        train = assets.as_rl_parquet(Path(d.train_file), out, data_source="train", split="train")
+    else:
+        train = out / "train.parquet"
+        if not train.is_file():
+            assets.problems_to_parquet(make_split("train", d.train_size, d.seed), train, "train", "train")
+    vals = []
+    for bench in d.benchmarks:
+        if bench in d.eval_files:
+            vals.append(assets.as_rl_parquet(Path(d.eval_files[bench]), out, data_source=bench, split="test"))
+            continue
+        path = out / f"val_{bench}.parquet"
+        if not path.is_file():
+            assets.problems_to_parquet(make_split(bench, d.eval_size, d.seed), path, bench, "test")
+        vals.append(path)
+    return train, vals
+
+
+def worker_env(env: dict[str, str]) -> dict[str, str]:
+    """The subset of ``env`` that verl's Ray workers need."""
+    return {k: v for k, v in env.items() if k.startswith(WORKER_ENV_PREFIXES)}
+
+
+def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resume_path: str | None,
+                 metrics_file: Path, namespace: str, ray_address: str | None, experiment: str) -> Launch:
+    """argv + env of ``python -m verl.trainer.main_ppo`` for this trial."""
+    from trainers.verl_backend import translate
+
+    env = dict(translate.trial_env(cfg))
+    platform: list[str] = []
+    if uses_cpu(cfg):
+        from trainers.verl_backend.cpu import cpu_runtime
+
+        cpu_env, platform = cpu_runtime()
+        env.update(cpu_env)
+        if ray_address:  # joining a cluster: its resources are fixed, verl may not declare any
+            platform = [o for o in platform if not o.lstrip("+").startswith(("ray_kwargs.ray_init.num_"))]
+    cache = cache_root(cfg)
+    env.setdefault("HF_HOME", str(cache / "hf"))
+    env.setdefault("HF_DATASETS_CACHE", str(cache / "hf" / "datasets"))
+    # verl's lock files, torch's and Python's temp files stay under the cache, not /tmp (a short
+    # path: Python puts Unix sockets in TMPDIR too)
+    env["TMPDIR"] = str(cache / "tmp")
+    env.setdefault("XDG_CACHE_HOME", str(cache / "xdg"))
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env["VERL_FILE_LOGGER_PATH"] = str(metrics_file)
+    overrides = translate.trial_overrides(cfg, inputs.model_path, inputs.train_files, inputs.val_files,
+                                          platform_overrides=platform)
+    overrides += translate.runtime_overrides(
+        checkpoint_dir=str(checkpoint_dir), resume_path=resume_path, ray_address=ray_address, namespace=namespace,
+        project="sweep", experiment=experiment, val_before_train=resume_path is None)
+    overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={translate.hydra_value(v)}"
+                  for k, v in sorted(worker_env(env).items())]
+    return Launch([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], env)
+
+
+def describe(cfg: TrialConfig) -> str:
+    """What ``sweep run --dry-run`` prints for a trial: its main_ppo command line."""
+    inputs = prepare_inputs(cfg, build=False)
+    launch = build_launch(cfg, inputs, checkpoint_dir=Path("<run-dir>/<sweep>/trials/<trial>/checkpoints"),
+                          resume_path=None, metrics_file=Path("<run-dir>/<sweep>/trials/<trial>/metrics.jsonl"),
+                          namespace="<trial namespace>", ray_address="<cluster>", experiment="<trial>")
+    return launch.shell()
+
+
+if __name__ == "__main__":
+    from trainers.config import ConfigError, load_trial_config, split_args
+
+    try:
+        trial = load_trial_config(*split_args(sys.argv[1:]))
+    except ConfigError as err:
+        sys.exit(f"error: {err}")
+    print(describe(trial))
