@@ -118,7 +118,13 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     if ray.is_initialized():
         return
     if address:
-        ray.init(address=address, log_to_driver=False)
+        # Workers of a cluster this driver did not start do not inherit its environment: the verl
+        # switches set where `sweep run` runs (ZOO_VERL_RECORD_PARAMS, VERL_*) reach the trial
+        # workers through the job's runtime_env (and verl's workers through launch.py's).
+        from trainers.verl_backend.launch import inherited_env
+
+        env_vars = inherited_env()
+        ray.init(address=address, log_to_driver=False, **({"runtime_env": {"env_vars": env_vars}} if env_vars else {}))
         return
     temp = local_temp_dir(run_dir, temp_dir)
     temp.mkdir(parents=True, exist_ok=True)

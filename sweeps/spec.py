@@ -215,6 +215,9 @@ def _absolute_paths(data: dict, base: Path) -> None:
     ws = local.setdefault("warm_start", {}) if isinstance(local, dict) else None
     if isinstance(ws, dict) and isinstance(ws.get("cache_dir", ""), str):
         ws["cache_dir"] = str((base / ws.get("cache_dir", ".cache/base_models")).resolve())
+    v = data.setdefault("verl", {}) if data.get("backend") == "verl" else None
+    if isinstance(v, dict) and isinstance(v.get("cache_dir", ""), str):
+        v["cache_dir"] = str((base / v.get("cache_dir", ".cache/verl")).resolve())
     d = data.get("data")
     if isinstance(d, dict) and d.get("train_file") and isinstance(d["train_file"], str):
         d["train_file"] = str((base / d["train_file"]).resolve())

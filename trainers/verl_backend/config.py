@@ -81,6 +81,8 @@ class VerlConfig:
     """Seconds a GPU trial waits for nnodes x n_gpus_per_node free GPUs on the Ray cluster before failing."""
     cache_dir: str = ".cache/verl"
     """Where the tiny Qwen3 and the synthetic task's parquet files are built when model.path / data files are absent."""
+    tiny_warm_start_steps: int = 1000
+    """Supervised warm-start steps that make the built-in tiny Qwen3 (model.path null) a base policy; 0 = random init."""
     max_actor_ckpt_to_keep: int | None = 2
     """Newest actor checkpoints kept on disk (None: all); a resume needs only the newest."""
     data_sources: dict[str, str] = field(default_factory=dict)
@@ -166,6 +168,7 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
     require(verl.device in DEVICES, "verl.device", f"one of {list(DEVICES)}", verl.device)
     require(verl.gpu_wait_s >= 0, "verl.gpu_wait_s", "a number >= 0", verl.gpu_wait_s)
     require(verl.cache_dir != "", "verl.cache_dir", "a directory path", verl.cache_dir)
+    require(verl.tiny_warm_start_steps >= 0, "verl.tiny_warm_start_steps", "an integer >= 0", verl.tiny_warm_start_steps)
     require(0 < verl.gpu_memory_utilization <= 1, "verl.gpu_memory_utilization", "a number in (0, 1]",
             verl.gpu_memory_utilization)
     require(verl.rollout in ROLLOUTS, "verl.rollout", f"one of {list(ROLLOUTS)}", verl.rollout)

@@ -30,6 +30,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables that must reach verl's Ray workers (not only its driver) when they are set.
 WORKER_ENV_PREFIXES = ("VERL_", "ZOO_VERL_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "PYTHONPATH", "TMPDIR",
                        "XDG_CACHE_HOME", "TORCHINDUCTOR_CACHE_DIR")
+# ... of which these are forwarded from the launching process's own environment too (e.g.
+# ZOO_VERL_RECORD_PARAMS set where `sweep run` was started, which the sweep passes on to its trial
+# workers): our and verl's switches only, never credentials such as HF_TOKEN (the command is
+# written to command.sh and printed by --dry-run).
+INHERITED_ENV_PREFIXES = ("VERL_", "ZOO_VERL_")
 
 
 @dataclass
@@ -69,12 +74,14 @@ def cache_root(cfg: TrialConfig) -> Path:
 
 def prepare_inputs(cfg: TrialConfig, build: bool = True) -> Inputs:
     """The model directory and parquet files of a trial: the user's, or (model.path / data files
-    absent) the tiny Qwen3 and the synthetic task built under ``verl.cache_dir`` (reused by hash).
+    absent) the tiny Qwen3, warm-started for ``verl.tiny_warm_start_steps`` steps, and the synthetic
+    task built under ``verl.cache_dir`` (reused by hash).
     ``build=False`` returns where they will be without building them (for --dry-run)."""
     from trainers.verl_backend import assets
 
     root = cache_root(cfg)
-    model = cfg.model.path or str(assets.tiny_qwen3(root / "models") if build else root / "models" / "<tiny-qwen3>")
+    model = cfg.model.path or str(assets.tiny_qwen3(root / "models", warm_start_steps=cfg.verl.tiny_warm_start_steps)
+                                  if build else root / "models" / "<tiny-qwen3>")
     train, vals = trial_data(cfg, root / "data", build=build)
     return Inputs(model, [str(train)], [str(v) for v in vals])
 
@@ -124,6 +131,17 @@ def worker_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(WORKER_ENV_PREFIXES)}
 
 
+def inherited_env() -> dict[str, str]:
+    """The variables of this process's own environment named by INHERITED_ENV_PREFIXES."""
+    return {k: v for k, v in os.environ.items() if k.startswith(INHERITED_ENV_PREFIXES)}
+
+
+def forwarded_env(launch_env: dict[str, str]) -> dict[str, str]:
+    """What goes into the verl job's ``runtime_env``: the launch's worker variables over the
+    inherited ones (workers of a cluster that this process did not start see neither otherwise)."""
+    return worker_env({**inherited_env(), **launch_env})
+
+
 def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resume_path: str | None,
                  metrics_file: Path, namespace: str, ray_address: str | None, experiment: str) -> Launch:
     """argv + env of ``python -m verl.trainer.main_ppo`` for this trial."""
@@ -154,7 +172,7 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
         checkpoint_dir=str(checkpoint_dir), resume_path=resume_path, ray_address=ray_address, namespace=namespace,
         project="sweep", experiment=experiment, val_before_train=resume_path is None)
     overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={translate.hydra_value(v)}"
-                  for k, v in sorted(worker_env(env).items())]
+                  for k, v in sorted(forwarded_env(env).items())]
     return Launch([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], env)
 
 

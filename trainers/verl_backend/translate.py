@@ -165,6 +165,11 @@ def trial_overrides(cfg: Any, model_path: str, train_files: Sequence[str], val_f
         f"trainer.test_freq={t.eval_every}",
         f"trainer.save_freq={t.checkpoint_every if t.checkpoint_every > 0 else -1}",
         f"trainer.max_actor_ckpt_to_keep={hydra_value(v.max_actor_ckpt_to_keep)}",
+        # verl's v1 trainer always starts TransferQueue, whose controller has a fixed name in the fixed
+        # namespace 'transfer_queue': concurrent trials on one cluster would silently share one
+        # controller and its storage. The legacy RayPPOTrainer uses none (CPU and GPU alike).
+        "trainer.use_v1=False",
+        "transfer_queue.enable=False",
     ]
     return out + list(platform_overrides) + list(v.extra_overrides)
 

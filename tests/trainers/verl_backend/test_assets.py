@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,9 +17,15 @@ from evaluators.rewards import RewardConfig, compute_reward
 from evaluators.tasks import VOCAB_CHARS, make_split
 from trainers.verl_backend import assets
 from trainers.verl_backend.assets import (
-    IM_END, IM_START, PAD, as_rl_parquet, jsonl_to_parquet, rl_parquet, tiny_qwen3,
+    IM_END, IM_START, PAD, as_rl_parquet, chat_prompt, jsonl_to_parquet, rl_parquet, tiny_qwen3,
 )
+from trainers.verl_backend.config import VerlConfig
 from trainers.verl_backend.reward import compute_score
+
+REPO = Path(__file__).resolve().parents[3]
+BASE_STEPS = VerlConfig().tiny_warm_start_steps
+"""The default warm start, built once (~75 s on one core) into the repo's .cache/verl, where
+launch.prepare_inputs also finds it for sweeps run from the repo root."""
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +36,26 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model_dir(cache):
     return tiny_qwen3(cache)
+
+
+@pytest.fixture(scope="module")
+def base_dir():
+    return tiny_qwen3(REPO / VerlConfig().cache_dir / "models", warm_start_steps=BASE_STEPS, log=lambda _: None)
+
+
+def greedy_scores(model_dir: Path, split: str, n: int = 50) -> list[dict]:
+    """Rewards (evaluators.rewards) of greedy answers of the saved checkpoint to chat-templated prompts."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
+    problems = make_split(split, n, seed=0)
+    enc = tok([chat_prompt(tok, p.prompt) for p in problems], return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=64, do_sample=False)
+    responses = tok.batch_decode(out[:, enc.input_ids.shape[1]:], skip_special_tokens=True)
+    return [compute_reward(r, p.answer, RewardConfig()) for r, p in zip(responses, problems)]
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +156,52 @@ def test_other_spec_other_directory(cache, model_dir):
     assert other != model_dir and other.parent == model_dir.parent
     with pytest.raises(ValueError, match="unknown size keys"):
         tiny_qwen3(cache, hidden=3)
+    with pytest.raises(ValueError, match="warm_start_steps"):
+        tiny_qwen3(cache, warm_start_steps=-1)
+
+
+# ---------------------------------------------------------------- warm-started base
+
+
+def test_random_model_solves_nothing(model_dir):
+    scores = greedy_scores(model_dir, "easy")
+    assert sum(s["answer"] for s in scores) == 0 and sum(s["format"] for s in scores) == 0
+
+
+def test_base_solves_some_but_not_all_easy_problems(base_dir):
+    """Through the saved checkpoint and the chat template (what verl feeds): right format, a share of right answers."""
+    easy = greedy_scores(base_dir, "easy")
+    acc = sum(s["answer"] for s in easy) / len(easy)
+    assert 0.04 <= acc <= 0.9, acc
+    assert sum(s["format"] for s in easy) / len(easy) >= 0.9
+    hard = greedy_scores(base_dir, "hard")
+    assert sum(s["answer"] for s in hard) / len(hard) < acc + 0.1  # harder problems: no better
+
+
+def test_base_spec_and_reuse(base_dir, model_dir, monkeypatch):
+    spec = json.loads((base_dir / "zoo_asset.json").read_text())
+    assert spec["warm_start"]["steps"] == BASE_STEPS and spec["warm_start"]["answer_noise"] == assets.WARM_START["answer_noise"]
+    assert json.loads((model_dir / "zoo_asset.json").read_text())["warm_start"] is None
+    assert base_dir.name != model_dir.name  # the warm start is part of the hash
+    weights = base_dir / "model.safetensors"
+    mtime = weights.stat().st_mtime_ns
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("tiny_qwen3 rebuilt an existing base")
+
+    monkeypatch.setattr(assets, "_build_model_dir", no_rebuild)
+    assert tiny_qwen3(base_dir.parent, warm_start_steps=BASE_STEPS) == base_dir
+    assert weights.stat().st_mtime_ns == mtime
+
+
+def test_verl_config_warm_start_steps_range():
+    from trainers.config import ConfigError
+    from trainers.verl_backend.config import validate_verl_section
+
+    assert BASE_STEPS > 0
+    validate_verl_section(VerlConfig(tiny_warm_start_steps=0))
+    with pytest.raises(ConfigError, match="verl.tiny_warm_start_steps"):
+        validate_verl_section(VerlConfig(tiny_warm_start_steps=-1))
 
 
 # ---------------------------------------------------------------- parquet

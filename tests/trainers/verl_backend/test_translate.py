@@ -122,6 +122,7 @@ def test_full_golden_default_trial():
         f"{R}.val_kwargs.do_sample=True", f"{R}.val_kwargs.n=4", f"{R}.val_kwargs.temperature=1.0", f"{R}.val_kwargs.top_p=1.0",
         "trainer.nnodes=1", "trainer.n_gpus_per_node=1", "trainer.total_training_steps=200", "trainer.total_epochs=200",
         "trainer.test_freq=20", "trainer.save_freq=50", "trainer.max_actor_ckpt_to_keep=2",
+        "trainer.use_v1=False", "transfer_queue.enable=False",
     ]
 
 
