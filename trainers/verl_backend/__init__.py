@@ -11,6 +11,7 @@ policy losses, which this backend loads into every verl process).
     assets.py       the tiny local Qwen3 and the RL parquet files built without downloads
     reward.py       the verl reward function scoring with evaluators.rewards
     cpu/            the CPU platform (platform, gloo, FSDP engine, transformers-generate rollout)
+    cpu_runtime.py  the env + overrides selecting the CPU platform (imports no verl)
     train.py        the backend's train function (launch, metrics, checkpoints, resume)
     metrics.py      verl's file-logger lines -> the metric contract
 

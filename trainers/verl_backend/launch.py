@@ -150,7 +150,7 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
     env = dict(translate.trial_env(cfg))
     platform: list[str] = []
     if uses_cpu(cfg):
-        from trainers.verl_backend.cpu import cpu_runtime
+        from trainers.verl_backend.cpu_runtime import cpu_runtime  # without importing verl
 
         cpu_env, platform = cpu_runtime()
         env.update(cpu_env)

@@ -16,6 +16,23 @@ from pathlib import Path
 from trainers.config import ConfigError, TrialConfig
 
 
+SUPPORTED_VERL = "0.9.1"  # the version whose config schema, registries and loss signature we use
+
+
+def check_verl_installed(source: str) -> None:
+    """ConfigError before anything starts when verl is missing or another version than 0.9.1."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("verl")
+    except PackageNotFoundError:
+        found = None
+    if found != SUPPORTED_VERL:
+        raise ConfigError(f"{source}: backend: 'verl' needs verl {SUPPORTED_VERL} exactly (its config schema, "
+                          f"platform and rollout registries), found {found or 'no verl'}; install it with "
+                          "bash scripts/setup.sh")
+
+
 def _check_inputs(cfg: TrialConfig, source: str) -> None:
     if cfg.verl.device == "cuda" and cfg.model.path is None:
         raise ConfigError(f"{source}: model.path: a verl trial on GPUs needs a local Hugging Face model directory "
@@ -26,6 +43,7 @@ def preflight(configs: list[TrialConfig], source: str) -> None:
     from trainers.verl_backend import translate
     from trainers.verl_backend.launch import build_launch, prepare_inputs
 
+    check_verl_installed(source)
     seen: set[tuple[str, ...]] = set()
     for cfg in configs:
         _check_inputs(cfg, source)

@@ -23,7 +23,7 @@ import pytest
 
 from evaluators.tasks import make_split
 from trainers.verl_backend.assets import rl_parquet, tiny_qwen3
-from trainers.verl_backend.cpu.runtime import cpu_runtime
+from trainers.verl_backend.cpu_runtime import cpu_runtime
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -38,3 +38,4 @@ def test_a_single_directory_is_accepted_and_the_pointer_is_plain_json(tmp_path):
     pointer = _pointer(tmp_path / "w", ckpt, 6)
     assert json.loads((pointer / POINTER).read_text()) == {"path": str(ckpt), "step": 6}
     assert pick_resume(pointer, lambda line: None) == (str(ckpt), 6)
+

@@ -74,7 +74,7 @@ from trainers.verl_backend.cpu.platform import (  # noqa: E402
 )
 from trainers.verl_backend.cpu.rollout import NAME as ROLLOUT_NAME  # noqa: E402
 from trainers.verl_backend.cpu.rollout import register_zoo_hf_rollout  # noqa: E402
-from trainers.verl_backend.cpu.runtime import cpu_runtime  # noqa: E402
+from trainers.verl_backend.cpu_runtime import cpu_runtime  # noqa: E402
 
 install_gloo_process_groups()
 install_fsdp_cpu_registration()

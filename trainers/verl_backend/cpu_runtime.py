@@ -1,5 +1,8 @@
 """The environment variables and Hydra overrides that put verl 0.9.1's ``main_ppo`` on the CPU path.
 
+Outside the ``cpu/`` package on purpose: importing that package imports verl and registers the CPU
+platform (what every verl process needs, ~5 s); a trial worker that only builds the command does not.
+
     env, overrides = cpu_runtime()
     subprocess.run([python, "-m", "verl.trainer.main_ppo", *overrides, *trial_overrides],
                    env={**os.environ, **env})
@@ -23,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MIN_LOGICAL_CPUS = 8
 """Ray CPUs verl's actors ask for on this path: TaskRunner 1, the worker's placement-group bundle 3
 (max_colocate_count), agent-loop worker 1, reward-loop worker 1, load balancer 1, plus slack."""
