@@ -41,6 +41,12 @@ def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
     assert f"{spec.name}: {len(spec.trials)} trials" in out
     assert f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}" in out
     assert f"retries per trial: {spec.max_failures}" in out
+    verl = [t for t in spec.trials if t.config.backend == "verl"]
+    # a verl trial's exact main_ppo command, one per trial, with its own objective
+    assert result.output.count("-m verl.trainer.main_ppo") == len(verl)
+    for t in verl:
+        assert f"# {t.trial_id}\n" in result.output
+        assert f"policy_loss.loss_mode=zoo_{t.config.algorithm.name}" in result.output
     assert list(empty_cwd.iterdir()) == [], "a dry run must not create files (runs/, mlflow.db, .ray)"
 
 
