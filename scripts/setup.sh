@@ -24,10 +24,12 @@ $PIP install -q -c constraints.txt -e ".[dev,verl]"
 # ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
 # not stop them); tests/sweeps/test_sweep_cli_e2e.py's token test fails on them. So the packages
 # that only ray[default] asks for are removed again (verl's losses do not use them); pip check
-# still holds, as it checks verl's `ray` requirement, not Ray's extras. prometheus-client stays:
-# TransferQueue (verl-core) requires it, and without opencensus and the exporter no port opens.
+# still holds, as it checks verl's `ray` requirement, not Ray's extras. prometheus-client alone
+# makes the autoscaler monitor serve metrics on 0.0.0.0:44217: it goes too, with TransferQueue
+# (verl-core), its only other user here; every verl trial runs verl's legacy trainer, which does
+# not use TransferQueue (trainers/verl_backend/translate.py), and pip check does not check extras.
 $PIP uninstall -y -q aiohttp-cors colorful opencensus opentelemetry-exporter-prometheus \
-  py-spy smart-open virtualenv
+  prometheus-client py-spy smart-open virtualenv TransferQueue
 # Every installed package's requirements must hold: a conflict fails set-up instead of a test.
 if ! pip_check=$($PIP check 2>&1); then
   {

@@ -149,12 +149,12 @@ def warn_if_metrics_exporters() -> None:
         except ImportError:  # a missing parent package
             return False
 
-    # prometheus_client alone (TransferQueue needs it) opens nothing: the exporters need these too
-    if importable("opencensus.stats") or importable("opentelemetry.exporter.prometheus"):
+    # prometheus_client alone already makes the autoscaler monitor serve metrics (port 44217)
+    if any(importable(m) for m in ("prometheus_client", "opencensus.stats", "opentelemetry.exporter.prometheus")):
         logging.getLogger(__name__).warning(
             "Ray's dashboard packages are installed (ray[default]): the local Ray cluster will also serve "
             "read-only Prometheus metrics on all interfaces without the token; remove them as scripts/setup.sh "
-            "does (pip uninstall opencensus opentelemetry-exporter-prometheus ...) or firewall the machine")
+            "does (pip uninstall prometheus-client opencensus ...) or firewall the machine")
 
 
 def enable_local_token_auth() -> None:
