@@ -48,7 +48,7 @@ BACKENDS: dict[str, Backend] = {
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
                     preflight="trainers.verl_backend.preflight:preflight",
-                    describe="trainers.verl_backend.preflight:describe"),
+                    describe="trainers.verl_backend.launch:describe"),
 }
 
 

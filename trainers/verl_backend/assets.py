@@ -139,6 +139,8 @@ def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int 
     from transformers.utils import logging as hf_logging
 
     tokenizer = build_tokenizer()
+    # Not trainers.local.model.build_tiny_model: that one forks the RNG around the initialisation,
+    # while the warm start here continues the same seeded stream (cached bases keep their hash).
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=sizes["hidden_size"],

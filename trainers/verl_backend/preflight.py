@@ -1,10 +1,9 @@
-"""Checks of a verl sweep before any trial starts, and what ``sweep run --dry-run`` prints.
+"""Checks of a verl sweep before any trial starts (``--dry-run`` text: launch.describe).
 
     preflight(configs, source)   every trial's main_ppo overrides composed with verl's own Hydra
                                  config and converted by verl's config dataclasses
                                  (trainers/verl_backend/translate.py); a bad combination is a
                                  ConfigError naming the key. Also: a GPU trial needs a real model.
-    describe(cfg)                the exact main_ppo command line of a trial
 
 Trials with identical overrides are validated once (a seed grid differs only in the seed).
 """
@@ -55,9 +54,3 @@ def preflight(configs: list[TrialConfig], source: str) -> None:
             continue
         seen.add(overrides)
         translate.validate_overrides(list(overrides), source)
-
-
-def describe(cfg: TrialConfig) -> str:
-    from trainers.verl_backend.launch import describe as command
-
-    return command(cfg)
