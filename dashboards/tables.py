@@ -37,6 +37,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from evaluators.eval_config import PAPER_BENCHMARKS
+
 AVG, DELTA = "AVG", "Delta Avg"
 
 
@@ -425,13 +427,16 @@ def declared_benchmark_order(trials: pd.DataFrame) -> list[str]:
 
 def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
     """cfg, or without `benchmarks` set: the benchmarks logged (cfg.metric keys) in the trials'
-    configured order, then any others sorted. Unchanged when the trials declare none."""
+    configured order, then any others (the papers' benchmarks in DHPO Table 1 order, the rest
+    sorted). Unchanged when the trials declare none."""
     declared = declared_benchmark_order(data.trials)
     if cfg.benchmarks is not None or not declared:
         return cfg
     logged = set(_benchmark_of_keys(data.history, cfg.metric).values())
     order = [b for b in declared if b in logged]
-    return replace(cfg, benchmarks=(order + sorted(logged - set(order))) or None)
+    paper = {name: i for i, name in enumerate(PAPER_BENCHMARKS)}  # eval/ metrics: DHPO Table 1's order first
+    rest = sorted(logged - set(order), key=lambda b: (paper.get(b, len(paper)), b))
+    return replace(cfg, benchmarks=(order + rest) or None)
 
 
 def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:

@@ -1,9 +1,30 @@
-"""Verifiers and benchmarks for the RLVR trainers.
+"""Verifier, benchmarks and checkpoint evaluation for the RLVR trainers.
 
-    evaluators.tasks    synthetic arithmetic splits (train / easy / medium / hard), JSONL loader,
-                        VOCAB_CHARS for the character-level tokenizer
-    evaluators.rewards  answer + SSPO format rewards (thread-safe math-verify use)
-    evaluators.metrics  Avg@k, unbiased pass@k
+    evaluators.tasks          synthetic arithmetic splits (train / easy / medium / hard), Problem,
+                              VOCAB_CHARS for the character-level tokenizer
+    evaluators.verifier       the answer verifier: extract_final_answer (<answer>, \\boxed{}, '#### n',
+                              "the answer is X"), answers_equivalent (exact numbers in-process,
+                              math-verify in a child process under a hard per-comparison time
+                              bound, any thread), verify_answer, answer_key (for majority votes)
+    evaluators.verify_worker  that child process (JSON lines over pipes)
+    evaluators.rewards        answer reward (= verify_answer) + SSPO format reward
+    evaluators.metrics        Avg@k, unbiased pass@k, maj@k, summarize
+    evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K; verl parquet writer
+    evaluators.benchmarks     the registry: aime24 ... gsm8k (files) + easy/medium/hard (synthetic)
+    evaluators.generation     HF (lean forward) and vLLM generation behind one interface
+    evaluators.scoring        generate + verify + summarize one benchmark (the one evaluation path)
+    evaluators.eval_config    the evaluation protocol (a spec's eval: section, `sweep eval` options)
+    evaluators.checkpoints    any checkpoint (HF, local trainer, verl) -> a Hugging Face directory
+    evaluators.eval_run       one checkpoint on a protocol's benchmarks, resumable per benchmark
 
-Nothing is imported here, so `import evaluators.tasks` stays free of torch and sympy.
+The verifier's public names are re-exported here:
+
+    from evaluators import verify_answer, extract_final_answer, answers_equivalent, answer_key
+
+The verifier imports only the standard library (math-verify / sympy are imported only in its child
+process), so `import evaluators.tasks` stays free of torch and sympy.
 """
+
+from evaluators.verifier import DEFAULT_TIMEOUT_S, answer_key, answers_equivalent, extract_final_answer, verify_answer
+
+__all__ = ["verify_answer", "extract_final_answer", "answers_equivalent", "answer_key", "DEFAULT_TIMEOUT_S"]

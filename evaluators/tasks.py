@@ -74,6 +74,12 @@ class Problem:
     """Split or benchmark the problem belongs to ('train', 'easy', ...; file stem for JSONL)."""
     difficulty: str = ""
     """Generator difficulty ('easy' / 'medium' / 'hard'); '' for loaded problems."""
+    id: str = ""
+    """Stable problem id of a loaded file (its id / unique_id / idx, else '<benchmark>-<row>');
+    '' for generated problems."""
+    messages: tuple[tuple[str, str], ...] = ()
+    """(role, content) pairs when the source row had a chat-format prompt (verl parquet), whose
+    last user content is `prompt`; () otherwise."""
 
 
 # --------------------------------------------------------------------------- expression trees
@@ -214,7 +220,10 @@ def make_split(name: str, n: int, seed: int,
 def load_jsonl(path: str | Path) -> list[Problem]:
     """Problems from a JSONL file: one object per line with `prompt` (str) and `answer` (str or
     number); optional `solution` (str) and `benchmark` (str, default: the file stem). Blank lines
-    are skipped. Raises ValueError naming the file and 1-based line for a malformed row."""
+    are skipped. Raises ValueError naming the file and 1-based line for a malformed row.
+
+    The synthetic-task schema only, ids left ''. evaluators.loaders.load_problems reads this
+    schema the same way (plus ids), and every other accepted schema (MATH, GSM8K, verl parquet)."""
     path = Path(path)
     problems: list[Problem] = []
     with path.open(encoding="utf-8") as f:

@@ -1,4 +1,4 @@
-"""The `sweep` command line: run | resume | status | ui | ls-objectives | report | table.
+"""The `sweep` command line: run | resume | status | ui | ls-objectives | report | table | eval.
 
     sweep run dhpo_vs_baselines.yaml                     # the whole study, then the report
     sweep run dhpo_vs_baselines.yaml trainer.steps=50 seeds=[0]
@@ -8,6 +8,7 @@
     sweep status dhpo_vs_baselines                       # trials and their MLflow state
     sweep ui                                             # MLflow UI on 127.0.0.1 for runs/mlflow.db
     sweep ls-objectives
+    sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (eval_cmd.py)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dashboards.cli import report_cmd, table_cmd
+from sweeps.eval_cmd import eval_cmd
 from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
 
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
@@ -226,6 +228,7 @@ def ls_objectives() -> None:
 
 app.command("report")(report_cmd)
 app.command("table")(table_cmd)
+app.command("eval")(eval_cmd)
 
 
 if __name__ == "__main__":

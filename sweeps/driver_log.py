@@ -104,6 +104,8 @@ class MlflowLogger(Callback):
                 tracker.log_result(tid, step, logged_metrics(values, s.dropped), timestamp=when)
             if result.get("checkpointed") or result.get("diverged"):
                 tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
+            if result.get("eval"):  # the final checkpoint's evaluation (the spec's eval: section)
+                tracker.log_eval(tid, json.loads(result["eval"]))
         if result.get("diverged"):
             s.reasons[tid] = result["diverged"]
         if s.progress and steps:

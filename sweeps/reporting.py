@@ -19,8 +19,10 @@ def write_sweep_report(spec: SweepSpec, result: SweepResult, run_dir: Path, cons
     out_dir = run_dir.resolve() / spec.name / "report"
     report = copy.deepcopy(spec.report)
     table = report.setdefault("table", {})
-    # Unless the spec says otherwise: benchmarks in config order, methods in spec order.
-    table.setdefault("benchmarks", list(spec.trials[0].config.data.benchmarks))
+    # Unless the spec says otherwise: benchmarks in config order (the eval: section's for eval/ metrics),
+    # methods in spec order.
+    evaluated = str(table.get("metric", "")).startswith("eval/") and spec.eval is not None
+    table.setdefault("benchmarks", list(spec.eval.benchmarks if evaluated else spec.trials[0].config.data.benchmarks))
     if table.get("rows", "method") == "method":
         table.setdefault("methods", list(dict.fromkeys(t.method for t in spec.trials)))
     paths = report_from_mlflow(spec.name, tracking_uri=result.tracking_uri, out_dir=out_dir,

@@ -160,8 +160,10 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
             if spec.search and search_kwargs["num_samples"] == 0:
                 pending = []  # every requested sample already FINISHED in an earlier run
             if pending:
+                protocol = spec.eval.to_dict() if spec.eval else None
                 payloads = [trial_payload(t, checkpoint_candidates(results_dir, t.trial_id, recorded.last_step(t.trial_id))
-                                          if recorded else [], scratch, spec.report_interval_s, spec.stall_timeout_s)
+                                          if recorded else [], scratch, spec.report_interval_s, spec.stall_timeout_s,
+                                          protocol)
                             for t in pending]
                 tuner = tune.Tuner(
                     tune.with_resources(run_trial, placement.tune_resources),

@@ -18,6 +18,7 @@ A spec (configs/sweeps/*.yaml):
     search: {method: optuna, metric: val/avg/acc, mode: max, num_samples: 8, space: {...}}  # optional
     scheduler: {type: asha, metric: val/avg/acc, mode: max, grace_period: 20}              # optional
     report: {table: {select_by: val/avg/acc, at: final}, curves: [actor/entropy, val/avg/acc]}
+    eval: {benchmarks: [aime24, math500], samples: null}  # optional: the papers' protocol on each final checkpoint
 
 Variant keys: ``algorithm`` (objective name), ``label`` (method name in tables), ``clip``
 ({low, high} -> eps_low/eps_high), any objective parameter (eps_low, gate, mixing, tau_pos, ...),
@@ -48,7 +49,8 @@ from typing import Any
 from sweeps.placement import check_verl_gpus, resolve_verl_device
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
-from sweeps.spec_sections import Resources, check_report, check_scheduler, check_search, parse_resources, positive_int
+from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
+                                  positive_int)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
 from sweeps.trial_ids import cap_id, config_id, id_part
@@ -60,7 +62,7 @@ __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compo
            "method_label", "resolve_spec_path", "search_trial"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
-             "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report")
+             "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval")
 TRIAL_SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "seed", "backend", "local", "verl")
 SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "local", "verl")  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -107,6 +109,8 @@ class SweepSpec:
     """Seconds between a trial's reports to the driver (each carries every step since the last; 0 = every step)."""
     stall_timeout_s: float = 1800.0
     """A trial that reports no step for this many seconds is ended and retried from its checkpoint (0 = never)."""
+    eval: Any = None
+    """The `eval:` section (evaluators.eval_config.EvalConfig): evaluate each trial's final checkpoint; None = no."""
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
@@ -223,6 +227,14 @@ def _absolute_paths(data: dict, base: Path) -> None:
         d["train_file"] = str((base / d["train_file"]).resolve())
     if isinstance(d, dict) and isinstance(d.get("eval_files"), dict):
         d["eval_files"] = {k: str((base / v).resolve()) if isinstance(v, str) else v for k, v in d["eval_files"].items()}
+    if isinstance(d, dict) and isinstance(d.get("benchmarks"), list):  # the papers' benchmarks: their files, found now
+        from evaluators.benchmarks import DEFAULT_DATA_DIR, PAPER_BENCHMARKS, find_benchmark_file
+
+        files = d.setdefault("eval_files", {})
+        for name in d["benchmarks"]:
+            found = find_benchmark_file(name, base / DEFAULT_DATA_DIR) if name in PAPER_BENCHMARKS else None
+            if isinstance(files, dict) and name not in files and found is not None:
+                files[name] = str(found.resolve())
     m = data.get("model")
     if isinstance(m, dict) and m.get("path") and isinstance(m["path"], str):
         m["path"] = str((base / m["path"]).resolve())
@@ -359,8 +371,9 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
         raise SpecError(str(err)) from None
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
+    eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd())
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
-                     report_interval_s, stall_timeout_s)
+                     report_interval_s, stall_timeout_s, eval_cfg)
 
 
 def _seconds(raw: dict, key: str, default: float, src: str) -> float:

@@ -1,4 +1,4 @@
-"""Validation of a sweep spec's non-grid sections: resources, search, scheduler, report.
+"""Validation of a sweep spec's non-grid sections: resources, search, scheduler, report, eval.
 
 Each check raises SpecError naming the spec file, the key path and what was expected.
 """
@@ -6,6 +6,7 @@ Each check raises SpecError naming the spec file, the key path and what was expe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sweeps.spec_errors import SpecError, unknown_key
@@ -97,3 +98,24 @@ def check_report(report: Any, src: str) -> dict:
         msg = str(err)
         raise SpecError(f"{src}: {msg}" if msg.startswith("report") else f"{src}: report: {msg}") from None
     return report
+
+
+def check_eval(section: Any, src: str, cwd: Path):
+    """The `eval:` section as an EvalConfig (paths made absolute against `cwd`), or None when absent.
+    Every benchmark file is found and read now: a missing one is a spec error before any trial runs."""
+    if section is None:
+        return None
+    from evaluators.eval_config import EvalConfig, EvalConfigError
+    from evaluators.eval_run import load_problems
+
+    if not isinstance(section, dict):
+        raise SpecError(f"{src}: eval: expected a mapping like {{benchmarks: [aime24, math500]}}, got {section!r}")
+    try:
+        cfg = EvalConfig.from_dict(section, where=f"{src}: eval")
+        cfg.data_dir = str((cwd / cfg.data_dir).resolve())
+        cfg.files = {name: str((cwd / path).resolve()) for name, path in cfg.files.items()}
+        load_problems(cfg)
+    except (EvalConfigError, ValueError, OSError) as err:
+        msg = str(err)
+        raise SpecError(msg if msg.startswith(src) else f"{src}: eval: {msg}") from None
+    return cfg

@@ -9,6 +9,15 @@ checkpoint and at the end. Each result carries the latest step's metrics (for Tu
 the progress table) and, under ``steps``, every buffered step with its own wall-clock time,
 which the driver logs to MLflow one by one.
 
+Every reported checkpoint directory also holds ``STEP`` (its step) and ``trial.json`` (the trial
+config), so it can be evaluated on its own later (`sweep eval DIR`).
+
+With an ``eval`` protocol in the payload (the spec's ``eval:`` section), a trial that trained to its
+last step evaluates its final checkpoint (evaluators/eval_run.py: results under
+``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done) and sends one more result
+carrying ``eval`` (metrics, step, files) for the driver to log. A verl trial with the vllm eval
+backend runs it as a Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
+
 Two ways a trial ends that are not a crash:
 * ``TrainingDiverged`` from the backend (a non-finite loss or gradient): the trial sends a last
   result carrying ``diverged`` (the reason) and returns, so Tune does not retry it (a retry from
@@ -29,19 +38,21 @@ import threading
 import time
 from pathlib import Path
 
+from evaluators.checkpoints import TRIAL_FILE
 from sweeps.spec import Trial, search_trial
 
-STEP_FILE = "STEP"  # written into every checkpoint directory: the step it holds
+STEP_FILE = "STEP"  # written into every checkpoint directory: the step it holds (and TRIAL_FILE: its config)
 
 
 def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_interval_s: float = 1.0,
-                  stall_timeout_s: float = 0.0) -> dict:
+                  stall_timeout_s: float = 0.0, eval_protocol: dict | None = None) -> dict:
     """What a Tune trial carries: the resolved config (plain data), the checkpoints to resume from
-    (newest first: an unreadable one falls back to the next), how often to report, the stall limit."""
+    (newest first: an unreadable one falls back to the next), how often to report, the stall limit,
+    and the evaluation protocol to run on the final checkpoint (None: none)."""
     return {"trial_id": trial.trial_id, "config_id": trial.config_id, "method": trial.method, "variant": trial.variant,
             "config": trial.config.to_dict(), "scratch_dir": str(scratch),
             "resume_from": [str(p) for p in resume_from], "report_interval_s": report_interval_s,
-            "stall_timeout_s": stall_timeout_s}
+            "stall_timeout_s": stall_timeout_s, "eval": eval_protocol}
 
 
 def trial_storage_dir(scratch_dir: Path | str, trial_id: str) -> Path:
@@ -103,6 +114,46 @@ def _log(line: str, startup_log: list[str], started: bool) -> None:
         startup_log.append(line)
 
 
+def _checkpoint_step(path: Path | None) -> int:
+    try:
+        return int((Path(path) / STEP_FILE).read_text().strip())
+    except (OSError, ValueError, TypeError):
+        return -1
+
+
+def _evaluate_in_task(target, protocol):
+    from evaluators.eval_run import evaluate_checkpoint
+
+    return evaluate_checkpoint(target, protocol, log=lambda line: print(f"[{target.label}] {line}", file=sys.stderr,
+                                                                         flush=True))
+
+
+def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> dict:
+    """Evaluate the final checkpoint with the payload's protocol; the result the driver logs."""
+    from evaluators.eval_config import EvalConfig
+    from evaluators.eval_run import EvalTarget, evaluate_checkpoint
+
+    protocol = EvalConfig.from_dict(payload["eval"])
+    eval_dir = trial_storage_dir(payload["scratch_dir"], payload["trial_id"]) / "eval" / f"step_{step}"
+    target = EvalTarget(payload["trial_id"], Path(checkpoint), step, eval_dir, cfg)
+
+    def log(line: str) -> None:
+        beat()
+        print(f"[{payload['trial_id']}] {line}", file=sys.stderr, flush=True)
+
+    if cfg.backend == "verl" and protocol.backend == "vllm":  # the trial's slot holds no GPU
+        import ray
+
+        task = ray.remote(num_cpus=1, num_gpus=protocol.tensor_parallel_size)(_evaluate_in_task)
+        ref = task.remote(target, protocol)
+        while not ray.wait([ref], timeout=30)[0]:
+            beat()
+        metrics, files = ray.get(ref)
+    else:
+        metrics, files = evaluate_checkpoint(target, protocol, log=log, progress=lambda *_: (lambda _done: beat()))
+    return {"step": step, "metrics": metrics, "files": [str(f) for f in files], "protocol": protocol.protocol_hash()}
+
+
 def run_trial(config: dict) -> None:
     """Ray Tune function trainable: one trial of the configured backend."""
     import ray
@@ -125,6 +176,7 @@ def run_trial(config: dict) -> None:
     interval = float(payload.get("report_interval_s", 0.0))
     pending: list[dict] = []  # steps not yet sent to the driver
     last_sent = [float("-inf")]  # the first result goes out at once (tags, progress)
+    last_checkpoint: list[Path | None] = [None]  # the newest reported checkpoint, kept for the final evaluation
 
     def send(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
         result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta),
@@ -135,8 +187,11 @@ def run_trial(config: dict) -> None:
             tune.report(result)
             return
         (Path(checkpoint_dir) / STEP_FILE).write_text(str(step))
+        (Path(checkpoint_dir) / TRIAL_FILE).write_text(json.dumps(cfg.to_dict()))
         tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
-        shutil.rmtree(checkpoint_dir, ignore_errors=True)  # Tune keeps its persisted copy
+        if last_checkpoint[0] is not None:  # Tune keeps its persisted copies
+            shutil.rmtree(last_checkpoint[0], ignore_errors=True)
+        last_checkpoint[0] = Path(checkpoint_dir)
 
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0),
                          stall_marker(payload["scratch_dir"], payload["trial_id"]))
@@ -157,6 +212,14 @@ def run_trial(config: dict) -> None:
                                          storage_dir=trial_storage_dir(payload["scratch_dir"], payload["trial_id"]))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
+        if payload.get("eval"):
+            # the final checkpoint: reported by this attempt, else the one it resumed from (a retry after training)
+            final_ckpt = last_checkpoint[0] or (resume[0] if resume else None)
+            step = _checkpoint_step(final_ckpt)
+            if step >= cfg.trainer.steps:
+                result = final_evaluation(payload, cfg, final_ckpt, step, watchdog.beat)
+                tune.report({"step": step, "meta": json.dumps(meta), "checkpointed": False, "steps": "[]",
+                             "eval": json.dumps(result)})
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
         last = pending[-1] if pending else {"step": err.step, "metrics": {}}
         send(last["step"], {**last["metrics"], "diverged": str(err)}, None)

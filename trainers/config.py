@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from evaluators.benchmarks import DEFAULT_DATA_DIR, PAPER_BENCHMARKS
+from evaluators.loaders import schema_help
 from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
 from trainers.backends import get_backend
@@ -56,7 +58,7 @@ class DataConfig:
     train_size: int = 2000
     """Number of synthetic training problems (ignored when train_file is set)."""
     benchmarks: list[str] = field(default_factory=lambda: list(BENCHMARKS))
-    """Test benchmarks evaluated every eval_every steps (built-in names or keys of eval_files)."""
+    """Test benchmarks evaluated every eval_every steps: synthetic names, the papers' (a file in data/benchmarks/) or keys of eval_files."""
     eval_size: int = 64
     """Problems per built-in benchmark."""
     seed: int = 1234
@@ -64,7 +66,7 @@ class DataConfig:
     train_file: str | None = None
     """Optional JSONL of training problems (fields prompt, answer[, solution])."""
     eval_files: dict[str, str] = field(default_factory=dict)
-    """Optional benchmark name -> JSONL path, for user-supplied test sets."""
+    """Optional benchmark name -> file (.jsonl / .json / .parquet in any schema of evaluators/loaders.py)."""
 
 
 @dataclass
@@ -225,7 +227,7 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
     require(d.train_size >= 1 and d.eval_size >= 1, source, "data.train_size/eval_size", "integers >= 1", (d.train_size, d.eval_size))
     files = ([("data.train_file", d.train_file)] if d.train_file else []) + [(f"data.eval_files.{k}", v) for k, v in d.eval_files.items()]
     for path, value in files:
-        require(Path(value).is_file(), source, path, "an existing file (JSONL; the verl backend also reads verl RL parquet)", value)
+        require(Path(value).is_file(), source, path, "an existing file (.jsonl, .json or .parquet: evaluators/loaders.py)", value)
     try:
         backend = get_backend(cfg.backend)
     except ValueError as err:
@@ -235,8 +237,13 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
         check_section(cfg, source)
     require(len(d.benchmarks) >= 1, source, "data.benchmarks", "a non-empty list", d.benchmarks)
     for bench in d.benchmarks:
+        if bench in PAPER_BENCHMARKS and bench not in d.eval_files:
+            raise ConfigError(f"{source}: data.benchmarks: {bench!r} is read from a file: put it at "
+                              f"{DEFAULT_DATA_DIR}/{bench}.parquet (or .jsonl / .json) under the directory the sweep "
+                              f"starts in, or set data.eval_files.{bench}; schemas accepted:\n{schema_help()}")
         require(bench in BENCHMARKS or bench in d.eval_files, source, "data.benchmarks",
-                f"built-in benchmarks {list(BENCHMARKS)} or keys of data.eval_files", bench)
+                f"built-in benchmarks {list(BENCHMARKS)}, the papers' {list(PAPER_BENCHMARKS)} (files) or keys of "
+                "data.eval_files", bench)
     require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
     try:
         get_objective(cfg.algorithm.name, **cfg.algorithm.params)

@@ -34,7 +34,7 @@ DHPO_METRICS = (MIX_WEIGHT,)
 """Reported only by DHPO (mean mixing weight w)."""
 CLIP_FRACTIONS = (CLIP_FRACTION, CLIP_FRACTION_TOKEN, CLIP_FRACTION_SEQ)
 """Drawn together in the report's clip-fraction panels."""
-LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/")
+LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/", "eval/")
 """Namespaces the sweep driver logs to MLflow; a reported key outside them is dropped (with a warning)."""
 PROGRESS = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG)
 """Columns of the live progress table."""
@@ -48,6 +48,18 @@ def val_key(benchmark: str) -> str:
 def val_metrics(benchmarks: list[str]) -> list[str]:
     """Every evaluation key for these benchmarks, their average last."""
     return [val_key(b) for b in benchmarks] + [VAL_AVG]
+
+
+EVAL_METRICS = ("avg_at_k", "pass_at_k", "maj_at_k", "k", "mean_tokens", "truncated_frac")
+"""Per-benchmark results of a checkpoint evaluation (evaluators/scoring.py): Avg@k (DHPO's Pass@1 over k
+samples), unbiased pass@k, majority vote, samples per problem, mean response tokens, share truncated."""
+EVAL_AVG = "eval/avg/avg_at_k"
+"""Mean Avg@k over the evaluated benchmarks (DHPO Table 1's AVG)."""
+
+
+def eval_key(benchmark: str, metric: str) -> str:
+    """A checkpoint evaluation's metric (`sweep eval`, a spec's eval: section), logged at the checkpoint's step."""
+    return f"eval/{benchmark}/{metric}"
 
 
 def is_logged(key: str) -> bool:

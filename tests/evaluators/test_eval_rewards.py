@@ -1,13 +1,19 @@
-"""Tests for evaluators.rewards: extraction, equivalence, SSPO format levels, thread safety."""
+"""Tests for evaluators.rewards: the answer reward (= evaluators.verifier.verify_answer) on the
+trainers' tag format, SSPO format levels, thread safety, and that the built-in synthetic task's
+rewards are those of the earlier in-process reward (frozen below as _legacy_answer_reward)."""
 
+import random
+import re
 import threading
+import time
+from fractions import Fraction
 
 import pytest
 
-from evaluators import rewards
-from evaluators.rewards import (
-    RewardConfig, answer_reward, answers_equivalent, compute_reward, extract_answer, format_reward,
-)
+from evaluators import verifier
+from evaluators.rewards import RewardConfig, answer_reward, compute_reward, format_reward
+from evaluators.tasks import VOCAB_CHARS, make_split
+from evaluators.verifier import answers_equivalent, extract_final_answer
 
 
 @pytest.mark.parametrize("response,expected", [
@@ -21,7 +27,7 @@ from evaluators.rewards import (
     ("33</answer>", None),
 ])
 def test_extract_answer(response, expected):
-    assert extract_answer(response) == expected
+    assert extract_final_answer(response) == expected
 
 
 @pytest.mark.parametrize("pred,gold", [
@@ -41,85 +47,51 @@ def test_not_equivalent(pred, gold):
     assert not answers_equivalent(pred, gold)
 
 
-# ---- the time bound: math-verify runs without timeouts (they need signals, see the module
-# docstring), so its running time is bounded by never handing it expensive input. These tests check
-# that mechanism (what reaches the costly parsers), not wall-clock speed. ----
+# ---- the time bound is the verifier child's timeout (tests/evaluators/test_eval_verifier.py); these
+# are the inputs the earlier in-process reward refused up front to bound sympy's time. ----
 
 EXPENSIVE = ["9^9^9^9", "2^{99999999}", "100000!", "\\fact{100000}", "9" * 5000, "x" * 10_000,
-             "3" + "+0" * 70]  # the last is equal to 3, but longer than MAX_VERIFY_CHARS
-
-
-class CostlyCalls:
-    """What reached the costly parsers: strings handed to math-verify's parse (sympy), the number
-    of verify calls, strings the number path turned into a Fraction. With ``run_real`` off the
-    spies only record (so a broken guard makes these tests fail instead of hang)."""
-
-    def __init__(self):
-        self.parse: list[str] = []
-        self.verify = 0
-        self.fraction: list[str] = []
-        self.run_real = True
-
-
-@pytest.fixture
-def costly_calls(monkeypatch):
-    import math_verify
-
-    calls = CostlyCalls()
-    real_parse, real_verify, real_fraction = math_verify.parse, math_verify.verify, rewards.Fraction
-
-    def parse(s, *args, **kwargs):
-        calls.parse.append(s)
-        return real_parse(s, *args, **kwargs) if calls.run_real else []
-
-    def verify(*args, **kwargs):
-        calls.verify += 1
-        return real_verify(*args, **kwargs) if calls.run_real else False
-
-    def fraction(s, *args):
-        calls.fraction.append(s)
-        if not calls.run_real and s != "3":
-            raise ValueError("spy: not evaluated")
-        return real_fraction(s, *args)
-
-    monkeypatch.setattr(math_verify, "parse", parse)
-    monkeypatch.setattr(math_verify, "verify", verify)
-    monkeypatch.setattr(rewards, "Fraction", fraction)
-    return calls
+             "3" + "+0" * 70]  # the last is equal to 3, but a plain-text answer over PLAIN_MAX_CHARS
 
 
 @pytest.mark.parametrize("pred", EXPENSIVE, ids=lambda p: p[:12])
-def test_expensive_inputs_never_reach_sympy(pred, costly_calls):
-    costly_calls.run_real = False
-    assert answers_equivalent(pred, "3") is False
-    # rejected by the guard before any costly parser: only the gold "3" was read (as a number)
-    assert costly_calls.parse == [] and costly_calls.verify == 0 and costly_calls.fraction == ["3"]
+def test_expensive_inputs_are_false_within_the_bound(pred):
+    verifier._WORKER.compare("1", "1", 60)  # start-up is not part of the bound
+    start = time.monotonic()
+    assert answers_equivalent(pred, "3", timeout_s=1.0) is False
+    assert time.monotonic() - start < 10
 
 
-def test_the_guard_lets_cheap_input_through(costly_calls):
-    """Control for the test above: the spies do see math-verify and Fraction when they are used."""
-    assert answers_equivalent("3+0+0", "3") is True  # the value of EXPENSIVE[-1], short enough
-    assert answers_equivalent("2^{10}", "1024") is True  # one power is allowed
-    assert costly_calls.parse == ["$3$", "$3+0+0$", "$1024$", "$2^{10}$"] and costly_calls.verify == 2
-    assert answers_equivalent("2^{2^{2}}", "16") is False  # a tower is refused (although 2^4 = 16)
-    assert answers_equivalent("1/2", "0.5") is True  # plain numbers: exact rationals, no math-verify
-    assert len(costly_calls.parse) == 4 and costly_calls.verify == 2
-    assert costly_calls.fraction[-2:] == ["1/2", "0.5"]
+def test_cheap_symbolic_input_goes_through():
+    assert answers_equivalent("3+0+0", "3") is True
+    assert answers_equivalent("2^{10}", "1024") is True
+    assert answers_equivalent("2^{2^{2}}", "16") is True  # towers are no longer refused up front
+    assert answers_equivalent("2^{2^{2}}", "8") is False
 
 
-def test_exponent_notation_is_not_a_number(costly_calls):
+def test_exponent_notation_is_not_a_number(monkeypatch):
     """Fraction('1e999999999') would build a 10^9-digit integer: the number path refuses exponents,
     so the string reaches math-verify as text, which reads it as the symbolic 1*E*999999999
     (Euler's number, not 10^999999999) and finds it unequal without evaluating it."""
+    seen = []
+    real = verifier.Fraction
+
+    def fraction(s, *args):
+        seen.append(s)
+        return real(s, *args)
+
+    monkeypatch.setattr(verifier, "Fraction", fraction)
     assert answers_equivalent("1e999999999", "3") is False
-    assert "1e999999999" not in costly_calls.fraction
-    assert costly_calls.parse == ["$3$", "$1e999999999$"] and costly_calls.verify == 1
+    assert "1e999999999" not in seen
 
 
 def test_answer_reward():
     assert answer_reward("<think>a</think><answer>33</answer>", "33") == 1.0
     assert answer_reward("<think>a</think><answer>32</answer>", "33") == 0.0
-    assert answer_reward("<think>a</think>33", "33") == 0.0  # no answer block, no credit
+    assert answer_reward("<think>a</think>33", "33") == 0.0  # no final answer, no credit
+    assert answer_reward("<think>a</think>so it is \\boxed{33}", "33") == 1.0  # other answer forms count
+    assert answer_reward("17 + 16 = 33\n#### 33", "33") == 1.0
+    assert answer_reward("<think>a</think><answer>\\boxed{\\frac{66}{2}}</answer>", "\\boxed{33}") == 1.0
 
 
 @pytest.mark.parametrize("response,level", [
@@ -160,7 +132,8 @@ def test_compute_reward_config():
 
 
 def test_math_verify_path_from_worker_thread():
-    """math-verify's default timeouts use signal.alarm, which raises outside the main thread."""
+    """math-verify's default timeouts use signal.alarm, which raises outside the main thread; the
+    verifier runs it in a child process, so any thread may call it."""
     results, errors = [], []
 
     def work():
@@ -196,3 +169,86 @@ def _try(fn):
     except Exception as e:  # noqa: BLE001
         return e
     return None
+
+
+# ---- the built-in synthetic task: rewards identical to the earlier in-process reward ----
+
+_LEGACY_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(/\d+)?")
+_LEGACY_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
+
+
+def _legacy_answer_reward(response: str, gold: str) -> float:
+    """The answer reward before evaluators.verifier (frozen copy): the last <answer> block, exact
+    rationals for plain numbers, else in-process math-verify behind a cheap-input heuristic."""
+    end = response.rfind("</answer>")
+    start = response.rfind("<answer>", 0, end) if end >= 0 else -1
+    if start < 0:
+        return 0.0
+    pred, gold = response[start + len("<answer>"):end].strip(), gold.strip()
+
+    def number(s):
+        if _LEGACY_THOUSANDS.fullmatch(s):
+            s = s.replace(",", "")
+        if len(s) > 64 or not _LEGACY_NUMBER.fullmatch(s):
+            return None
+        try:
+            return Fraction(s)
+        except (ValueError, ZeroDivisionError):
+            return None
+
+    def cheap(s):
+        if len(s) > 128 or "!" in s or "\\fact" in s or s.count("^") + s.count("**") > 1:
+            return False
+        return not re.search(r"\d{20,}", s) and not re.search(r"(\^|\*\*)\s*\{?\s*\d{4,}", s)
+
+    if not pred:
+        return 0.0
+    if pred == gold:
+        return 1.0
+    p, g = number(pred), number(gold)
+    if p is not None and g is not None:
+        return float(p == g)
+    if not (cheap(pred) and cheap(gold)):
+        return 0.0
+    from math_verify import parse, verify
+
+    wrap = lambda s: s if "$" in s or "\\boxed" in s else f"${s}$"  # noqa: E731
+    try:
+        gp, pp = parse(wrap(gold), parsing_timeout=None), parse(wrap(pred), parsing_timeout=None)
+        return float(bool(gp and pp and verify(gp, pp, timeout_seconds=None)))
+    except Exception:  # noqa: BLE001
+        return 0.0
+
+
+def _synthetic_responses(seed: int = 0):
+    """Reference solutions, corrupted ones, and tiny-model-like garbage over VOCAB_CHARS + tags."""
+    rng = random.Random(seed)
+    pieces = list(VOCAB_CHARS) + ["<think>", "</think>", "<answer>", "</answer>", "<eos>", "**"] + [
+        str(i) for i in range(40)]
+    problems = [p for split in ("easy", "medium", "hard") for p in make_split(split, 40, seed=seed)]
+    for p in problems:
+        yield p.solution, p.answer
+        chars = list(p.solution)
+        for _ in range(rng.randint(1, 4)):
+            chars[rng.randrange(len(chars))] = rng.choice(VOCAB_CHARS)
+        yield "".join(chars), p.answer
+        for _ in range(4):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))[:80]
+            if rng.random() < 0.6:
+                inner = rng.choice([p.answer, f" {p.answer} ", f"({p.answer})", f"{p.answer}+0", f"0{p.answer}",
+                                    f"{p.answer}**1", "".join(rng.choice(VOCAB_CHARS) for _ in range(rng.randint(0, 12)))])
+                cut = rng.randint(0, len(text))
+                text = text[:cut] + f"<answer>{inner}</answer>" + text[cut:]
+            yield text, p.answer
+    # the legacy heuristic's cut-offs, on strings the synthetic vocabulary can spell
+    for inner in ["0" * 25 + " 5", "2**2**2", "5**1000", "5 " + "+0" * 70, "1" * 70]:
+        yield f"<think>a</think><answer>{inner}</answer>", "5"
+
+
+def test_synthetic_task_rewards_match_the_legacy_reward():
+    cases = list(_synthetic_responses())
+    assert len(cases) > 500
+    got = [answer_reward(r, g) for r, g in cases]
+    want = [_legacy_answer_reward(r, g) for r, g in cases]
+    assert [(c, a, b) for c, a, b in zip(cases, got, want) if a != b] == []
+    assert 100 < sum(got) < len(cases) - 100  # both outcomes well represented

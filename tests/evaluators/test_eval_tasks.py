@@ -148,3 +148,11 @@ def test_load_jsonl_empty(tmp_path):
     path.write_text("\n")
     with pytest.raises(ValueError, match="empty"):
         load_jsonl(path)
+
+
+def test_generated_problems_have_no_id_or_messages():
+    for name in SPLITS:
+        for p in make_split(name, 5, seed=0):
+            assert p.id == "" and p.messages == ()
+    p = Problem("Q", "1", id="x-1", messages=(("user", "Q"),))
+    assert (p.prompt, p.answer, p.solution, p.benchmark, p.difficulty) == ("Q", "1", "", "", "")

@@ -71,4 +71,5 @@ def validate_local_section(cfg, source: str) -> None:
     files = ([("data.train_file", d.train_file)] if d.train_file else []) + [
         (f"data.eval_files.{k}", v) for k, v in d.eval_files.items()]
     for path, value in files:
-        require(str(value).endswith(".jsonl"), source, path, "a JSONL file (the local backend reads JSONL)", value)
+        require(str(value).endswith((".jsonl", ".json", ".parquet")), source, path,
+                "a .jsonl, .json or .parquet file (evaluators/loaders.py)", value)

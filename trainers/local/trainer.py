@@ -27,7 +27,9 @@ from pathlib import Path
 
 import torch
 
+from evaluators.generation import HFGenerator, SamplingParams
 from evaluators.rewards import compute_reward
+from evaluators.scoring import evaluate_benchmark
 from evaluators.tasks import Problem
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged
 from trainers.config import TrialConfig
@@ -40,7 +42,7 @@ from trainers.local.rollout import Rollout, sample, score
 from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
 
-EVAL_CHUNK = 256  # sequences per evaluation forward batch
+EVAL_CHUNK = 256  # sequences per evaluation generation batch
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -52,24 +54,19 @@ def _decode(tokenizer, ids: torch.Tensor, mask: torch.Tensor) -> list[str]:
 
 
 def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialConfig, step: int) -> dict[str, float]:
-    """val/<benchmark>/acc and val/avg/acc: Pass@1, greedy or averaged over eval_k samples."""
+    """val/<benchmark>/acc and val/avg/acc: Pass@1, greedy or averaged over eval_k samples at temperature 1,
+    through the shared evaluation path (evaluators/scoring.py) on raw prompts."""
     t = cfg.trainer
     greedy = t.eval_mode == "greedy"
-    k = 1 if greedy else t.eval_k
+    params = SamplingParams(n=1 if greedy else t.eval_k, temperature=1.0, max_new_tokens=t.max_new_tokens,
+                            greedy=greedy)
+    generator = HFGenerator(model, tokenizer, batch_size=EVAL_CHUNK)
     # A separate generator: evaluation never perturbs the training RNG stream.
-    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+    stream = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
     metrics = {}
     for name, problems in benchmarks.items():
-        prompts = [p for p in problems for _ in range(k)]
-        correct = []
-        for start in range(0, len(prompts), EVAL_CHUNK):
-            chunk = prompts[start:start + EVAL_CHUNK]
-            ro = sample(model, [_encode(tokenizer, p.prompt) for p in chunk], max_new_tokens=t.max_new_tokens,
-                        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id, temperature=1.0,
-                        greedy=greedy, generator=gen)
-            texts = _decode(tokenizer, ro.response_ids, ro.response_mask)
-            correct += [compute_reward(x, p.answer, cfg.reward)["answer"] for x, p in zip(texts, chunk)]
-        metrics[f"val/{name}/acc"] = sum(correct) / max(len(correct), 1)
+        result = evaluate_benchmark(generator, name, problems, params, torch_generator=stream)
+        metrics[f"val/{name}/acc"] = result.metrics["avg_at_k"]
     metrics["val/avg/acc"] = sum(metrics.values()) / len(metrics)
     return metrics
 

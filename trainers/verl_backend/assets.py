@@ -1,8 +1,6 @@
-"""Local assets for verl runs, built without downloads: a tiny Qwen3 checkpoint and RL parquet files.
+"""Local assets for verl runs, built without downloads: a tiny Qwen3 checkpoint (RL parquet: evaluators.loaders).
 
     model_dir = tiny_qwen3(Path(".cache/verl_assets"))          # HF dir: config, weights, tokenizer
-    train_file, val_files = rl_parquet(out_dir, train_problems, {"easy": easy, "medium": medium})
-    path = as_rl_parquet("my_eval.jsonl", out_dir, data_source="my_eval", split="test")  # parquet as-is
 
 Tiny Qwen3 (``tiny_qwen3``)
     A ``Qwen3ForCausalLM`` (~100k parameters by default), randomly initialised and then, with
@@ -30,17 +28,10 @@ Tiny Qwen3 (``tiny_qwen3``)
     place with ``os.replace``: readers never see a half-written checkpoint, and when two processes
     race, the first rename wins and the other's copy is discarded.
 
-RL parquet (``rl_parquet``, ``problems_to_parquet``, ``jsonl_to_parquet``, ``as_rl_parquet``)
-    verl's RLHFDataset format, one row per problem:
-        data_source   benchmark name ("train" for the train split; verl groups validation
-                      metrics by it: val-core/<data_source>/acc/mean@N)
-        prompt        [{"role": "user", "content": problem.prompt}]
-        ability       "arithmetic"
-        reward_model  {"style": "rule", "ground_truth": problem.answer}
-        extra_info    {"index": i, "split": split}
-    Problems come from evaluators.tasks (``make_split`` for the synthetic splits, ``load_jsonl``
-    for a user JSONL with prompt, answer[, solution, benchmark]). A user's ``.parquet`` file is
-    used as it is (``as_rl_parquet`` decides by suffix).
+RL parquet
+    The verl RL parquet files (``rl_parquet``, ``problems_to_parquet``, ``jsonl_to_parquet``,
+    ``as_rl_parquet``, ``write_verl_parquet``) are built by evaluators.loaders, which documents
+    their rows; the names are re-exported here for older imports.
 """
 
 from __future__ import annotations
@@ -48,13 +39,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
-from evaluators.tasks import Problem, load_jsonl
+from evaluators.loaders import (  # noqa: F401  (moved there; re-exported for older imports)
+    ABILITY, as_rl_parquet, jsonl_to_parquet, problem_rows, problems_to_parquet, rl_parquet, write_verl_parquet,
+)
 
 ASSET_VERSION = 2
 """Bump when the way the checkpoint is built changes (the hash, hence the directory, changes too)."""
@@ -69,7 +61,6 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-ABILITY = "arithmetic"
 MAX_POSITIONS = 512
 TINY_DEFAULTS = {"hidden_size": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 192, "seed": 0}
 WARM_START = {"lr": 3e-3, "batch_size": 32, "answer_noise": 0.4, "train_size": 4000, "train_seed": 0}
@@ -206,84 +197,3 @@ def tiny_qwen3(cache_dir: Path, warm_start_steps: int = 0, log=print, **sizes: i
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
-
-
-# --------------------------------------------------------------------------- RL parquet
-
-def _write_parquet_atomic(rows: list[dict], path: Path) -> Path:
-    import pandas as pd
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pd.DataFrame(rows).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def problem_rows(problems: Sequence[Problem], data_source: str, split: str) -> list[dict]:
-    """verl RL rows (see the module docstring) for ``problems``."""
-    if not problems:
-        raise ValueError(f"no problems for data_source {data_source!r}")
-    return [
-        {
-            "data_source": data_source,
-            "prompt": [{"role": "user", "content": p.prompt}],
-            "ability": ABILITY,
-            "reward_model": {"style": "rule", "ground_truth": str(p.answer)},
-            "extra_info": {"index": i, "split": split},
-        }
-        for i, p in enumerate(problems)
-    ]
-
-
-def problems_to_parquet(problems: Sequence[Problem], path: Path, data_source: str, split: str) -> Path:
-    """Write ``problems`` as a verl RL parquet file at ``path`` (atomically); returns ``path``."""
-    return _write_parquet_atomic(problem_rows(problems, data_source, split), Path(path))
-
-
-def _file_stem(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "data"
-
-
-def rl_parquet(out_dir: Path, train_problems: Sequence[Problem],
-               eval_sets: Mapping[str, Sequence[Problem]]) -> tuple[Path, dict[str, Path]]:
-    """``train.parquet`` (data_source "train") and one ``val_<bench>.parquet`` per eval set
-    (data_source = its benchmark name) under ``out_dir``; returns (train_file, {bench: val_file})."""
-    out_dir = Path(out_dir).resolve()
-    train_file = problems_to_parquet(train_problems, out_dir / "train.parquet", "train", "train")
-    val_files, stems = {}, set()
-    for bench, problems in eval_sets.items():
-        stem = _file_stem(bench)
-        if stem in stems:
-            raise ValueError(f"eval set names {list(eval_sets)} map to the same file name {stem!r}")
-        stems.add(stem)
-        val_files[bench] = problems_to_parquet(problems, out_dir / f"val_{stem}.parquet", bench, "test")
-    return train_file, val_files
-
-
-def jsonl_to_parquet(jsonl_path: Path, out_path: Path, data_source: str | None = None, split: str = "test") -> Path:
-    """Convert a user JSONL (prompt, answer[, solution, benchmark]; see evaluators.tasks.load_jsonl)
-    to verl RL parquet; data_source defaults to the file stem."""
-    jsonl_path = Path(jsonl_path)
-    return problems_to_parquet(load_jsonl(jsonl_path), out_path, data_source or jsonl_path.stem, split)
-
-
-def as_rl_parquet(path: Path, out_dir: Path, data_source: str | None = None, split: str = "test") -> Path:
-    """A verl-readable parquet for a user data file: ``.parquet`` as it is, ``.jsonl``/``.json``
-    converted into ``out_dir`` (named after data_source or the file stem)."""
-    path = Path(path).resolve()
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        if not path.is_file():
-            raise FileNotFoundError(f"parquet data file not found: {path}")
-        return path
-    if suffix in (".jsonl", ".json"):
-        name = data_source or path.stem
-        return jsonl_to_parquet(path, Path(out_dir) / f"{split}_{_file_stem(name)}.parquet", name, split)
-    raise ValueError(f"data file {path}: expected a .parquet (used as is) or a .jsonl (converted), got {suffix!r}")

@@ -96,12 +96,15 @@ def _data_key(cfg: TrialConfig) -> str:
 
 
 def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, list[Path]]:
-    """(train parquet, one val parquet per benchmark of data.benchmarks): user .parquet files as they
-    are, user .jsonl files converted, the synthetic task generated; under ``root/data-<hash>``.
+    """(train parquet, one val parquet per benchmark of data.benchmarks): user verl .parquet files as
+    they are, other user files (any evaluators.loaders schema) converted, the synthetic task
+    generated (evaluators.loaders.write_verl_parquet), a paper benchmark of evaluators.benchmarks
+    without a file read from its data/benchmarks/<stem> file like a user file; under ``root/data-<hash>``.
     The data source of a converted or generated benchmark is its name (verl.data_sources maps a
     user parquet's own data sources to benchmark names)."""
+    from evaluators import benchmarks as registry
+    from evaluators import loaders
     from evaluators.tasks import make_split
-    from trainers.verl_backend import assets
 
     d = cfg.data
     out = Path(root) / f"data-{_data_key(cfg)}"
@@ -109,19 +112,25 @@ def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, 
         return (Path(d.train_file) if d.train_file else out / "train.parquet",
                 [Path(d.eval_files[b]) if b in d.eval_files else out / f"val_{b}.parquet" for b in d.benchmarks])
     if d.train_file:
-        train = assets.as_rl_parquet(Path(d.train_file), out, data_source="train", split="train")
+        train = loaders.as_rl_parquet(Path(d.train_file), out, data_source="train", split="train")
     else:
         train = out / "train.parquet"
         if not train.is_file():
-            assets.problems_to_parquet(make_split("train", d.train_size, d.seed), train, "train", "train")
+            loaders.write_verl_parquet(make_split("train", d.train_size, d.seed), train, "train", "train")
     vals = []
     for bench in d.benchmarks:
         if bench in d.eval_files:
-            vals.append(assets.as_rl_parquet(Path(d.eval_files[bench]), out, data_source=bench, split="test"))
+            vals.append(loaders.as_rl_parquet(Path(d.eval_files[bench]), out, data_source=bench, split="test"))
+            continue
+        if bench in registry.BENCHMARKS and not registry.BENCHMARKS[bench].synthetic:  # data/benchmarks/<stem>.*
+            found = registry.find_benchmark_file(bench)
+            if found is None:
+                registry.load_benchmark(bench)  # raises BenchmarkNotFoundError naming the paths looked at
+            vals.append(loaders.as_rl_parquet(found, out, data_source=bench, split="test"))
             continue
         path = out / f"val_{bench}.parquet"
         if not path.is_file():
-            assets.problems_to_parquet(make_split(bench, d.eval_size, d.seed), path, bench, "test")
+            loaders.write_verl_parquet(make_split(bench, d.eval_size, d.seed), path, bench, "test")
         vals.append(path)
     return train, vals
 

@@ -85,7 +85,7 @@ def test_resume_from_checkpoint_is_bit_exact(tmp_path):
     ("data.benchmarks=[easy,olympiad]", "data.benchmarks"),
     ("trainer.stepz=3", "trainer.stepz: unknown key (did you mean 'trainer.steps'?)"),
     ("algorithm.params.eps_low=-0.1", "eps_low: expected a finite number > 0"),
-    ("data.train_file=missing.jsonl", "data.train_file: expected an existing file (JSONL"),
+    ("data.train_file=missing.jsonl", "data.train_file: expected an existing file (.jsonl, .json or .parquet"),
     ("trainer.eval_mode=beam", "trainer.eval_mode: expected 'avg@k' or 'greedy'"),
     ("local.device=tpu", "local.device"),
 ])
@@ -126,3 +126,28 @@ def test_shipped_presets_equal_the_dataclass_defaults():
 
     base = compose_base([{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}], "test")
     assert TrialConfig.from_dict(base).to_dict() == TrialConfig().to_dict()
+
+
+# The trainer's validation before it moved to evaluators/scoring.py (commit 9ca4c21, inline loop over
+# rollout.sample + the <answer> reward), on the default preset's base policy: seed 3, 24 problems per
+# benchmark, eval_k 4, 64 new tokens, at steps 0 and 7 (the step seeds the evaluation stream).
+GOLDEN_VALIDATION = {
+    "avg@k": {0: {"val/easy/acc": 0.16666666666666666, "val/medium/acc": 0.21875, "val/hard/acc": 0.03125,
+                  "val/avg/acc": 0.13888888888888887},
+              7: {"val/easy/acc": 0.20833333333333334, "val/medium/acc": 0.21875, "val/hard/acc": 0.03125,
+                  "val/avg/acc": 0.1527777777777778}},
+    "greedy": {0: {"val/easy/acc": 0.6666666666666666, "val/medium/acc": 0.5833333333333334,
+                   "val/hard/acc": 0.041666666666666664, "val/avg/acc": 0.4305555555555556}},
+}
+
+
+@pytest.mark.parametrize("mode", ["avg@k", "greedy"])
+def test_validation_through_the_shared_evaluation_path_is_unchanged(mode):
+    from trainers.config import TrialConfig
+    from trainers.local.trainer import LocalTrainer, evaluate
+
+    cfg = TrialConfig.from_dict({"data": {"eval_size": 24}, "seed": 3,
+                                 "trainer": {"eval_mode": mode, "eval_k": 4, "max_new_tokens": 64}})
+    trainer = LocalTrainer(cfg, log=lambda line: None)
+    for step, want in GOLDEN_VALIDATION[mode].items():
+        assert evaluate(trainer.model, trainer.tokenizer, trainer.benchmarks, cfg, step) == want  # exact floats

@@ -1,4 +1,4 @@
-"""Local verl assets (tiny Qwen3 + tokenizer, RL parquet) and the verl reward function.
+"""Local verl assets (tiny Qwen3 + tokenizer; RL parquet, now built by evaluators.loaders) and the verl reward function.
 
     .venv/bin/python -m pytest tests/trainers/verl_backend/test_assets.py -q
 """
@@ -13,12 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
+from evaluators.loaders import as_rl_parquet, jsonl_to_parquet, rl_parquet
 from evaluators.rewards import RewardConfig, compute_reward
 from evaluators.tasks import VOCAB_CHARS, make_split
 from trainers.verl_backend import assets
-from trainers.verl_backend.assets import (
-    IM_END, IM_START, PAD, as_rl_parquet, chat_prompt, jsonl_to_parquet, rl_parquet, tiny_qwen3,
-)
+from trainers.verl_backend.assets import IM_END, IM_START, PAD, chat_prompt, tiny_qwen3
 from trainers.verl_backend.config import VerlConfig
 from trainers.verl_backend.reward import compute_score
 
@@ -242,6 +241,31 @@ def test_jsonl_conversion_and_parquet_as_is(tmp_path):
         as_rl_parquet(tmp_path / "data.csv", tmp_path)
     with pytest.raises(FileNotFoundError):
         as_rl_parquet(tmp_path / "missing.parquet", tmp_path)
+    assert assets.as_rl_parquet is as_rl_parquet and assets.rl_parquet is rl_parquet  # old imports still work
+
+
+def test_launch_trial_data_rows_unchanged(tmp_path):
+    """trial_data's synthetic train/val parquet rows: the format verl trials have always used."""
+    from trainers.config import TrialConfig
+    from trainers.verl_backend.launch import trial_data
+
+    cfg = TrialConfig()
+    cfg.data.train_size, cfg.data.eval_size, cfg.data.benchmarks = 6, 3, ["easy", "hard"]
+    train, vals = trial_data(cfg, tmp_path)
+    df = pd.read_parquet(train)
+    assert list(df.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    assert set(df["data_source"]) == {"train"} and set(df["ability"]) == {"arithmetic"}
+    assert df.iloc[1]["extra_info"] == {"index": 1, "split": "train"}
+    assert [list(p) for p in df["prompt"]] == [[{"role": "user", "content": p.prompt}] for p in make_split("train", 6, 1234)]
+    hard = pd.read_parquet(vals[1])
+    assert set(hard["data_source"]) == {"hard"}
+    assert [r["ground_truth"] for r in hard["reward_model"]] == [p.answer for p in make_split("hard", 3, 1234)]
+    # a user eval file of another schema (GSM8K JSONL) is converted, its data source the benchmark name
+    cfg.data.eval_files = {"gsm": str(REPO / "tests" / "evaluators" / "fixtures" / "gsm8k.jsonl")}
+    cfg.data.benchmarks = ["gsm"]
+    _, (gsm,) = trial_data(cfg, tmp_path)
+    gdf = pd.read_parquet(gsm)
+    assert set(gdf["data_source"]) == {"gsm"} and [r["ground_truth"] for r in gdf["reward_model"]] == ["7", "1234"]
 
 
 # ---------------------------------------------------------------- reward

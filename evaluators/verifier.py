@@ -1,0 +1,554 @@
+"""The answer verifier: final-answer extraction and equivalence, with a hard time bound.
+
+    from evaluators.verifier import verify_answer, extract_final_answer, answers_equivalent
+    verify_answer("... so the area is \\boxed{\\frac{1}{2}}.", "0.5")          # True
+    verify_answer("<think>7*3=21 12+21=33</think><answer>33</answer>", "33")   # True
+    extract_final_answer("Natalia sold 48+24 = 72 clips.\\n#### 72")          # '72'
+    answers_equivalent("\\{1,2\\}", "\\{2,1\\}")                              # True (math-verify)
+    answer_key("\\frac{1}{2}") == answer_key("0.5")                           # True (for maj@k)
+
+Extraction (`extract_final_answer`), first form found wins:
+  1. the last complete `<answer>...</answer>` block (the last `</answer>` and the nearest
+     `<answer>` before it), stripped; if it holds a `\\boxed{}`/`\\fbox{}`, that box's content;
+  2. else the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces matched; a box left
+     open by a truncated response is skipped) or `\\boxed 5`;
+  3. else GSM8K's `#### 72` (the rest of the last such line);
+  4. else "the answer is X" / "the final answer is X" / "Final Answer: X" (case-insensitive, the
+     last one): X up to the end of its line or sentence, `$...$` unwrapped, a trailing period
+     dropped, and a plain number followed only by words ("18 dollars") reduced to the number.
+  A response with none of these (a bare "33") has no answer: None, and no credit.
+
+Equivalence (`answers_equivalent`), both sides normalised the same way (surrounding whitespace,
+`$...$` / `\\(...\\)` / `\\[...\\]`, a whole-string `\\boxed{}`, `\\left` / `\\right` / `\\!` /
+`\\displaystyle`, a trailing period; unicode minus -> '-'):
+  1. equal strings -> True (an empty prediction is never equivalent);
+  2. both plain numbers -> exact rational equality, decided here without math-verify.
+     Plain numbers: integers, decimals, thousands separators (`1,000`, `1{,}000`, `1\\,000`),
+     `a/b`, `\\frac{a}{b}` / `\\dfrac` / `\\tfrac` / `\\frac12` of integers, with a leading
+     `$`/`\\$`, a trailing `%`/`\\%`, `^\\circ` or LaTeX unit `\\text{ cm}` / `\\mbox{..}` /
+     `\\mathrm{..}` ignored. So `1,000` == `1000`, `\\dfrac{1}{2}` == `0.5`, `50\\%` == `50` (as
+     math-verify decides it; `50\\%` != `0.5`), `5\\text{ cm}` == `5`, but `0.333` != `1/3` and
+     `1,2` is not a number (math-verify reads it as the set {1, 2});
+  3. otherwise math-verify's parse + verify (LaTeX and symbolic forms: `\\sqrt{2}/2` ==
+     `\\frac{\\sqrt2}{2}`, sets `\\{1,2\\}` == `\\{2,1\\}`, intervals `(0,1]` != `[0,1]`, `2\\pi` ==
+     `\\pi \\cdot 2`). An equation with a variable on its left matches its right side, as
+     math-verify decides: `x=3` == `3`.
+     Not compared this way (False): strings longer than MAX_VERIFY_CHARS, and plain-text (no
+     LaTeX) strings longer than PLAIN_MAX_CHARS or holding a 20+ digit run or Python `**` towers.
+     That last rule is no time bound; it keeps the built-in synthetic task's rewards identical to
+     the earlier in-process reward's, which refused such strings (see _plain_text_guard).
+
+The time bound: math-verify runs in a long-lived child process (evaluators/verify_worker.py),
+one per parent process, started on first need and shared by all threads under a lock (a caller
+waits for the lock first; its bound starts once it sends its request). Each comparison gets
+`timeout_s` (DEFAULT_TIMEOUT_S) wall-clock seconds. Inside the child, in its main thread, a SIGALRM
+interval timer at 0.9 * timeout_s stops the pure-Python part of a slow comparison (the usual slow
+case: the child answers False and lives on). If no answer has come by timeout_s - the child is
+stuck in C code holding the GIL, where neither signals nor a thread timeout reach (e.g. a huge
+big-integer power) - the parent kills it and the comparison is False; never an exception. The
+next symbolic comparison starts a fresh child (start-up, ~1 s of importing sympy, is bounded by
+WORKER_START_TIMEOUT_S and not counted in any comparison's bound). This works from any thread,
+unlike math-verify's own signal.alarm timeouts (main thread only). Definite answers are cached
+(LRU, _CACHE_SIZE pairs); time-outs are not. The child dies with its parent: stdin EOF, and
+PR_SET_PDEATHSIG on Linux (it is forked from one long-lived spawner thread, since that signal
+fires when the forking *thread* ends). After os.fork a child process starts its own.
+Plain-number comparisons never touch the child (~10^5 verify_answer calls per second per core).
+
+The built-in synthetic task (tasks.VOCAB_CHARS: digits, ` ()*+-/:<=>?`, letters of "Q", "think",
+"answer") keeps the rewards of the earlier in-process reward (the last <answer> block; that reward
+is frozen in tests/evaluators/test_eval_rewards.py and compared on solutions and garbage). The
+one new way for such text to score is a literal "the answer is N" outside any <answer> block.
+
+Self-check: python -m evaluators.verifier
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import re
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from fractions import Fraction
+
+DEFAULT_TIMEOUT_S = 5.0
+"""Wall-clock seconds one symbolic (math-verify) comparison may take before it counts as False."""
+
+WORKER_START_TIMEOUT_S = 120.0
+"""Seconds the math-verify child may take to start (import sympy); not part of any comparison's bound."""
+
+MAX_NUMERIC_CHARS = 64
+"""Strings longer than this are not read as plain numbers (they may still reach math-verify)."""
+
+MAX_VERIFY_CHARS = 2000
+"""Normalised strings longer than this never reach math-verify (not equivalent). Real final
+answers are far shorter; the cap keeps a trainer scoring long garbage from paying a timeout each."""
+
+PLAIN_MAX_CHARS = 128
+"""Plain-text (non-LaTeX) answers longer than this never reach math-verify; see _plain_text_guard."""
+
+_CACHE_SIZE = 4096
+
+# ------------------------------------------------------------------------------------ extraction
+
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+_BOX = re.compile(r"\\(?:boxed|fbox)\b")
+_BOX_TOKEN = re.compile(r"(?!\\(?:boxed|fbox))[^\s$]+")
+_BRACE_TOKENS = re.compile(r"\\.|[{}]", re.DOTALL)  # an escaped char (\{ \} \\) is no brace
+_GSM8K = re.compile(r"####[ \t]*([^\n]*)")
+_PHRASE = re.compile(
+    r"\b(?:the[ \t]+(?:final[ \t]+)?answer|final[ \t]+answer)(?:[ \t]*\*\*)?[ \t]*(?:is\b[ \t]*:?|:)(?:[ \t]*\*\*)?",
+    re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)")
+_NUMBER_THEN_WORDS = re.compile(r"(\S*\d\S*?)\s+([A-Za-z]{2,}(?:\s+[A-Za-z]+)*)")
+_MATH_WORDS = {"pi", "sqrt", "ln", "log", "sin", "cos", "tan", "exp", "infinity", "inf", "times", "cdot"}
+
+
+def _brace_matches(s: str) -> dict[int, int]:
+    """{index of '{': index of its matching '}'} for every matched pair (one linear pass)."""
+    stack: list[int] = []
+    match: dict[int, int] = {}
+    for m in _BRACE_TOKENS.finditer(s):
+        tok = m.group()
+        if tok == "{":
+            stack.append(m.start())
+        elif tok == "}" and stack:
+            match[stack.pop()] = m.start()
+    return match
+
+
+def _last_boxed(s: str) -> str | None:
+    """Content of the last well-formed \\boxed{...} / \\fbox{...} / \\boxed X in s, or None."""
+    starts = [m.end() for m in _BOX.finditer(s)]
+    if not starts:
+        return None
+    matches: dict[int, int] | None = None
+    for i in reversed(starts):
+        j = i
+        while j < len(s) and s[j] in " \t":
+            j += 1
+        if j < len(s) and s[j] == "{":
+            if matches is None:
+                matches = _brace_matches(s)
+            end = matches.get(j)
+            if end is not None:
+                return s[j + 1:end].strip()
+        elif j > i:  # "\boxed 5": the next token
+            tok = _BOX_TOKEN.match(s, j)
+            if tok:
+                return tok.group().rstrip(".")
+    return None
+
+
+def _answer_block(s: str) -> str | None:
+    end = s.rfind(ANSWER_CLOSE)
+    if end < 0:
+        return None
+    start = s.rfind(ANSWER_OPEN, 0, end)
+    if start < 0:
+        return None
+    content = s[start + len(ANSWER_OPEN):end].strip()
+    if "\\boxed" in content or "\\fbox" in content:
+        boxed = _last_boxed(content)
+        if boxed is not None:
+            return boxed
+    return content
+
+
+def _phrase_answer(s: str) -> str | None:
+    last = None
+    for last in _PHRASE.finditer(s):
+        pass
+    if last is None:
+        return None
+    rest = s[last.end():].lstrip()
+    line = rest.split("\n", 1)[0].strip()
+    if line.startswith("$"):  # "$5$." or "$$5$$"
+        inner = line.lstrip("$")
+        close = inner.find("$")
+        ans = inner[:close] if close >= 0 else inner
+    elif line.startswith("\\(") and "\\)" in line:
+        ans = line[2:line.index("\\)")]
+    else:
+        end = _SENTENCE_END.search(line)
+        ans = line[:end.start()] if end else line
+    ans = ans.strip().rstrip(".").strip().strip("*").strip()
+    m = _NUMBER_THEN_WORDS.fullmatch(ans) if len(ans) <= 200 else None  # (bounded backtracking)
+    if m and _to_number(m.group(1)) is not None and not any(
+            w.lower() in _MATH_WORDS for w in m.group(2).split()):
+        ans = m.group(1)  # "18 dollars" -> "18"
+    return ans or None
+
+
+def extract_final_answer(response: str) -> str | None:
+    """The final answer of a full model response, or None (see the module docstring for the forms
+    and their order). Linear time in len(response)."""
+    ans = _answer_block(response)
+    if ans is not None:
+        return ans
+    if "\\boxed" in response or "\\fbox" in response:
+        ans = _last_boxed(response)
+        if ans is not None:
+            return ans
+    hashes = response.rfind("####")
+    if hashes >= 0:
+        ans = _GSM8K.match(response, hashes).group(1).strip()
+        if ans:
+            return ans
+    return _phrase_answer(response)
+
+
+# ---------------------------------------------------------------------------------- normalising
+
+_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_SPACING = re.compile(r"\\left\b|\\right\b|\\!|\\displaystyle\b")
+
+
+def _normalise(s: str) -> str:
+    """Strip what never changes an answer's meaning: whitespace around it, $...$ / \\(...\\) /
+    \\[...\\] around it, a box around all of it, \\left / \\right / \\!, a trailing period."""
+    s = s.strip().replace("\u2212", "-")  # unicode minus
+    for _ in range(3):  # e.g. "$\boxed{5}$."
+        before = s
+        if s.endswith("."):  # a sentence's period ("3." is 3 anyway)
+            s = s[:-1].rstrip()
+        for op, cl in _WRAPPERS:
+            if len(s) >= len(op) + len(cl) and s.startswith(op) and s.endswith(cl):
+                s = s[len(op):len(s) - len(cl)].strip()
+                break
+        m = _BOX.match(s)
+        if m:
+            j = m.end()
+            while j < len(s) and s[j] in " \t":
+                j += 1
+            if j < len(s) and s[j] == "{" and _brace_matches(s).get(j) == len(s) - 1:
+                s = s[j + 1:-1].strip()
+        if s == before:
+            break
+    if "\\" in s:
+        s = _SPACING.sub("", s).strip()
+    return s
+
+
+# -------------------------------------------------------------------------------- plain numbers
+
+# Integers, decimals, a/b (a may be a decimal). No exponents: Fraction('1e999999') is costly.
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(/\d+)?")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
+_FRAC = re.compile(r"([+-]?)\\[dt]?frac\s*(?:\{\s*([+-]?\d+(?:\.\d*)?)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
+_UNIT = re.compile(r"\s*\\(?:text|mbox|mathrm)\s*\{[^{}\d]*\}(?:\^\{?\d\}?)?$")
+_DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)$")
+_PERCENT = re.compile(r"\s*\\?%$")
+_LATEX_SEPARATORS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |~)(?=\d{3})")
+
+
+def _to_number(s: str) -> Fraction | None:
+    """s as an exact rational if it is a plain number (see the module docstring), else None."""
+    s = s.strip()
+    if len(s) > MAX_NUMERIC_CHARS:
+        return None
+    if "\\" in s or "$" in s or "%" in s or "°" in s or "−" in s or "{" in s:
+        s = s.replace("−", "-")
+        s = _UNIT.sub("", s)
+        s = _DEGREES.sub("", s)
+        s = _PERCENT.sub("", s)
+        s = _LATEX_SEPARATORS.sub(",", s)
+        if s.startswith("\\$"):
+            s = s[2:]
+        elif s.startswith("$"):
+            s = s[1:]
+        elif s.startswith("-\\$") or s.startswith("-$"):
+            s = "-" + s.lstrip("-\\$")
+        s = s.strip()
+        m = _FRAC.fullmatch(s)
+        if m:
+            sign, num, num1, den, den1 = m.groups()
+            try:
+                value = Fraction(num if num is not None else num1) / int(den if den is not None else den1)
+            except (ValueError, ZeroDivisionError):
+                return None
+            return -value if sign == "-" else value
+    if "," in s and _THOUSANDS.fullmatch(s):  # '1,000' -> '1000'; '1,2' stays (a tuple/set)
+        s = s.replace(",", "")
+    if not _NUMBER.fullmatch(s):
+        return None
+    try:
+        return Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def answer_key(answer: str) -> str:
+    """A canonical string for grouping answers (maj@k): equal plain numbers share one key
+    ('0.5', '1/2', '\\frac{1}{2}', '$0.50$' -> '1/2'); other answers are normalised and lose all
+    whitespace, '$', '\\left', '\\right', '\\!', '\\,' and \\dfrac/\\tfrac spellings. Equivalent
+    symbolic forms ('\\sqrt{2}/2' vs '\\frac{\\sqrt2}{2}') may still get different keys."""
+    s = _normalise(answer)
+    num = _to_number(s)
+    if num is not None:
+        return str(num)
+    s = re.sub(r"\\[dt]frac\b", r"\\frac", s)
+    s = re.sub(r"\\[,;:! ]|\\left\b|\\right\b", "", s)
+    return re.sub(r"\s+", "", s).replace("$", "")
+
+
+# ------------------------------------------------------------------------------- the math-verify child
+
+class _StartFailed(Exception):
+    pass
+
+
+class _Spawner:
+    """Starts child processes from one long-lived daemon thread: PR_SET_PDEATHSIG fires when the
+    *thread* that forked the child ends, and callers' threads (thread pools) come and go."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._requests: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, args: list[str], **kwargs) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="verify-worker-spawner", daemon=True)
+                self._thread.start()
+        box: list = []
+        done = threading.Event()
+        self._requests.put((args, kwargs, box, done))
+        done.wait()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    def _serve(self):
+        while True:
+            args, kwargs, box, done = self._requests.get()
+            try:
+                box.append(subprocess.Popen(args, **kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box.append(e)
+            done.set()
+
+
+class _VerifyWorker:
+    """Client of one evaluators/verify_worker.py child: JSON lines over pipes, one request at a
+    time (a lock), each bounded by its timeout; a child past its bound is killed and replaced on
+    next use."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._spawner = _Spawner()
+        self._proc: subprocess.Popen | None = None
+        self._buf = b""
+        self.restarts = 0
+        """Children started so far (tests read it)."""
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def compare(self, pred: str, gold: str, timeout_s: float) -> bool | None:
+        """True / False, or None when the comparison ran past timeout_s (or the child failed)."""
+        with self._lock:
+            try:
+                proc = self._ensure_started()
+            except _StartFailed:
+                return None
+            request = (json.dumps({"pred": pred, "gold": gold, "timeout": timeout_s * 0.9}) + "\n").encode()
+            deadline = time.monotonic() + timeout_s
+            try:
+                self._write(proc, request, deadline)
+                reply = json.loads(self._readline(proc, deadline))
+            except (OSError, ValueError, TimeoutError, EOFError):
+                self._kill()
+                return None
+            if reply.get("timed_out"):
+                return None
+            return bool(reply.get("ok"))
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+    # -- internals (called with the lock held)
+
+    def _ensure_started(self) -> subprocess.Popen:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._kill()
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify_worker.py")
+        try:
+            proc = self._spawner.popen(
+                [sys.executable, script, str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                bufsize=0, close_fds=True, start_new_session=True)  # no terminal Ctrl-C
+        except OSError as e:
+            raise _StartFailed(str(e)) from e
+        self._proc, self._buf = proc, b""
+        self.restarts += 1
+        os.set_blocking(proc.stdin.fileno(), False)
+        try:
+            ready = json.loads(self._readline(proc, time.monotonic() + WORKER_START_TIMEOUT_S))
+            if not ready.get("ready"):
+                raise ValueError(ready)
+        except (OSError, ValueError, TimeoutError, EOFError) as e:
+            self._kill()
+            raise _StartFailed(repr(e)) from e
+        return proc
+
+    def _write(self, proc: subprocess.Popen, data: bytes, deadline: float) -> None:
+        fd = proc.stdin.fileno()
+        poller = select.poll()  # not select.select: it fails on fds >= 1024 (Ray workers have many)
+        poller.register(fd, select.POLLOUT)
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if poller.poll(left * 1000):
+                data = data[os.write(fd, data):]
+
+    def _readline(self, proc: subprocess.Popen, deadline: float) -> bytes:
+        fd = proc.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if poller.poll(left * 1000):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError("verify worker exited")
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def _kill(self) -> None:
+        proc, self._proc, self._buf = self._proc, None, b""
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: the parent's child process and lock are not ours."""
+        if self._proc is not None:
+            for stream in (self._proc.stdin, self._proc.stdout):
+                try:
+                    stream.close()  # our copies only, so the parent's child still sees EOF when it goes
+                except OSError:
+                    pass
+            _ORPHANS.append(self._proc)  # never collected: no Popen.__del__ warnings about it
+        self._lock = threading.Lock()
+        self._spawner = _Spawner()
+        self._proc, self._buf = None, b""
+
+
+_ORPHANS: list = []
+_WORKER = _VerifyWorker()
+atexit.register(_WORKER.close)
+
+_cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _cache_lock
+    _cache_lock = threading.Lock()  # another thread may have held it at the fork
+    _WORKER._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+_LATEX_CHARS = re.compile(r"[\\{}^$]")
+_PY_POWER_BIG = re.compile(r"\*\*\s*\d{4,}")
+_LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def _plain_text_guard(s: str) -> bool:
+    """False for plain-text (no LaTeX: none of \\ { } ^ $) answers that are long, hold a run of
+    20+ digits or Python-style powers ('**' twice, or '**' then 4+ digits). Not a time bound
+    (the child's timeout is): it keeps the built-in synthetic task's rewards (responses in
+    tasks.VOCAB_CHARS, garbage from a tiny model included) identical to those of the earlier
+    in-process reward, which refused such strings; they are not answers a verifier should credit."""
+    if _LATEX_CHARS.search(s):
+        return True
+    return (len(s) <= PLAIN_MAX_CHARS and s.count("**") <= 1 and not _PY_POWER_BIG.search(s)
+            and not _LONG_DIGITS.search(s))
+
+
+def _symbolic_equal(pred: str, gold: str, timeout_s: float) -> bool:
+    """math-verify in the child, bounded by timeout_s; definite answers are cached (LRU)."""
+    if len(pred) > MAX_VERIFY_CHARS or len(gold) > MAX_VERIFY_CHARS or not timeout_s > 0:
+        return False
+    if not (_plain_text_guard(pred) and _plain_text_guard(gold)):
+        return False
+    key = (pred, gold)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    result = _WORKER.compare(pred, gold, timeout_s)
+    if result is None:  # timed out (or no worker): not equivalent, and not cached
+        return False
+    with _cache_lock:
+        _cache[key] = result
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return result
+
+
+# ----------------------------------------------------------------------------------- public API
+
+def answers_equivalent(pred: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Whether the extracted answer `pred` is equivalent to `gold` (see the module docstring):
+    normalised string equality, else exact rational equality of plain numbers (in-process), else
+    math-verify in the child process within timeout_s seconds (False past it, never an exception)."""
+    pred, gold = _normalise(pred), _normalise(gold)
+    if not pred:
+        return False
+    if pred == gold:
+        return True
+    p_num, g_num = _to_number(pred), _to_number(gold)
+    if p_num is not None and g_num is not None:
+        return p_num == g_num
+    return _symbolic_equal(pred, gold, timeout_s)
+
+
+def verify_answer(response_text: str, ground_truth: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Whether the final answer extracted from a full response is equivalent to the ground truth.
+    A ground truth that carries a marker itself (a \\boxed{}, '#### 72', an <answer> block) is
+    reduced to its final answer first; a plain one ('33', '$\\frac{1}{2}$') is used as it is."""
+    pred = extract_final_answer(response_text)
+    if pred is None:
+        return False
+    gold = extract_final_answer(ground_truth)
+    return answers_equivalent(pred, ground_truth if gold is None else gold, timeout_s)
+
+
+if __name__ == "__main__":
+    for resp, gold in [
+        ("<think>7*3=21 12+21=33</think><answer>33</answer>", "33"),
+        ("so the probability is \\boxed{\\frac{1}{\\sqrt{2}}}.", "\\frac{\\sqrt{2}}{2}"),
+        ("48/2 = 24 clips in May.\n#### 1,000", "1000"),
+        ("The answer is 50\\%.", "50"),
+        ("Final Answer: $(0,1]$", "[0,1]"),
+        ("33", "33"),
+    ]:
+        print(f"{resp!r:70s} gold={gold!r:24s} {verify_answer(resp, gold)}")
