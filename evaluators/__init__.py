@@ -2,14 +2,17 @@
 
     evaluators.tasks          synthetic arithmetic splits (train / easy / medium / hard), Problem,
                               VOCAB_CHARS for the character-level tokenizer
-    evaluators.verifier       the answer verifier: extract_final_answer (<answer>, \\boxed{}, '#### n',
-                              "the answer is X"), answers_equivalent (exact numbers in-process,
+    evaluators.answer_extraction  extract_final_answer (<answer>, \\boxed{}, '#### n', "the answer is X"),
+                              answer normalisation and exact plain-number parsing
+    evaluators.verifier       the answer verifier: answers_equivalent (exact numbers in-process,
                               math-verify in a child process under a hard per-comparison time
-                              bound, any thread), verify_answer, answer_key (for majority votes)
+                              bound, any thread), verify_answer, answer_key (for majority votes);
+                              re-exports extract_final_answer
     evaluators.verify_worker  that child process (JSON lines over pipes)
     evaluators.rewards        answer reward (= verify_answer) + SSPO format reward
     evaluators.metrics        Avg@k, unbiased pass@k, maj@k, summarize
-    evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K; verl parquet writer
+    evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K (reading)
+    evaluators.verl_parquet   the verl RL parquet writer (problems / any schema -> verl's RLHFDataset format)
     evaluators.benchmarks     the registry: aime24 ... gsm8k (files) + easy/medium/hard (synthetic)
     evaluators.generation     HF (lean forward) and vLLM generation behind one interface
     evaluators.scoring        generate + verify + summarize one benchmark (the one evaluation path)

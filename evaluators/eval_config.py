@@ -71,6 +71,8 @@ class EvalConfig:
     """GPUs per model (vllm backend)."""
     gpu_memory_utilization: float = 0.85
     """Share of GPU memory vLLM may take."""
+    base: bool = False
+    """Also evaluate the trials' base model once (logged at step 0 of each trial: the table's `base:` row)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, where: str = "eval") -> "EvalConfig":
@@ -103,7 +105,7 @@ class EvalConfig:
             raise bad("benchmarks", "each benchmark once")
         if self.samples is not None and not (is_int(self.samples) and self.samples >= 1):
             raise bad("samples", "an integer >= 1 or null")
-        for key in ("greedy",):
+        for key in ("greedy", "base"):
             if not isinstance(getattr(self, key), bool):
                 raise bad(key, "true or false")
         if not (is_num(self.temperature) and self.temperature > 0):
@@ -152,7 +154,7 @@ class EvalConfig:
         """12 hex digits over everything that changes a benchmark's results (not which benchmarks
         are run, nor where files are searched for: a moved file gives the same problems)."""
         d = dataclasses.asdict(self)
-        for key in ("benchmarks", "data_dir", "files", "device", "batch_size", "gpu_memory_utilization"):
+        for key in ("benchmarks", "data_dir", "files", "device", "batch_size", "gpu_memory_utilization", "base"):
             d.pop(key)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 

@@ -174,3 +174,25 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
     metrics[AVG_KEY] = sum(done[b]["avg_at_k"] for b in cfg.benchmarks) / len(cfg.benchmarks)
     files = [results_dir / f"{b}.jsonl" for b in cfg.benchmarks] + [results_dir / "protocol.json"]
     return metrics, files
+
+
+def base_target(cfg, eval_root: Path, run_id: str | None = None, log: Callable[[str], None] = print) -> EvalTarget:
+    """The base policy of trial config `cfg` as an evaluation target at step 0. Its results live in
+    ``<eval_root>/<hash of the base directory>``, shared by every trial of that base (evaluated once:
+    `evaluate_base` serialises on a lock there)."""
+    import hashlib
+
+    from trainers.backends import get_backend
+
+    base = Path(get_backend(cfg.backend).load("base_model")(cfg, log)).resolve()
+    digest = hashlib.sha256(str(base).encode()).hexdigest()[:12]
+    return EvalTarget(f"base {cfg.model.name}", base, 0, Path(eval_root) / digest, cfg, run_id)
+
+
+def evaluate_base(target: EvalTarget, cfg: EvalConfig, **kwargs) -> tuple[dict[str, float], list[Path]]:
+    """evaluate_checkpoint of a shared base target, one process at a time (the others then reuse its files)."""
+    from filelock import FileLock
+
+    Path(target.eval_dir).mkdir(parents=True, exist_ok=True)
+    with FileLock(str(Path(target.eval_dir) / ".lock")):
+        return evaluate_checkpoint(target, cfg, **kwargs)

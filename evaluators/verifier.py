@@ -1,4 +1,5 @@
-"""The answer verifier: final-answer extraction and equivalence, with a hard time bound.
+"""The answer verifier: answer equivalence with a hard time bound, verify_answer and answer_key
+(final-answer extraction is evaluators.answer_extraction's, re-exported here).
 
     from evaluators.verifier import verify_answer, extract_final_answer, answers_equivalent
     verify_answer("... so the area is \\boxed{\\frac{1}{2}}.", "0.5")          # True
@@ -7,16 +8,9 @@
     answers_equivalent("\\{1,2\\}", "\\{2,1\\}")                              # True (math-verify)
     answer_key("\\frac{1}{2}") == answer_key("0.5")                           # True (for maj@k)
 
-Extraction (`extract_final_answer`), first form found wins:
-  1. the last complete `<answer>...</answer>` block (the last `</answer>` and the nearest
-     `<answer>` before it), stripped; if it holds a `\\boxed{}`/`\\fbox{}`, that box's content;
-  2. else the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces matched; a box left
-     open by a truncated response is skipped) or `\\boxed 5`;
-  3. else GSM8K's `#### 72` (the rest of the last such line);
-  4. else "the answer is X" / "the final answer is X" / "Final Answer: X" (case-insensitive, the
-     last one): X up to the end of its line or sentence, `$...$` unwrapped, a trailing period
-     dropped, and a plain number followed only by words ("18 dollars") reduced to the number.
-  A response with none of these (a bare "33") has no answer: None, and no credit.
+Extraction (`extract_final_answer`) lives in evaluators.answer_extraction, whose docstring lists
+the answer forms and their order (an <answer> block, \\boxed{}, '#### n', "the answer is X"); a
+response with none of them has no answer: None, and no credit. It is re-exported here.
 
 Equivalence (`answers_equivalent`), both sides normalised the same way (surrounding whitespace,
 `$...$` / `\\(...\\)` / `\\[...\\]`, a whole-string `\\boxed{}`, `\\left` / `\\right` / `\\!` /
@@ -75,16 +69,21 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from fractions import Fraction
+
+from evaluators.answer_extraction import (  # noqa: F401  (re-exported: public names of this module)
+    ANSWER_CLOSE, ANSWER_OPEN, MAX_NUMERIC_CHARS, _normalise, _to_number, extract_final_answer,
+)
+
+__all__ = [
+    "verify_answer", "extract_final_answer", "answers_equivalent", "answer_key", "DEFAULT_TIMEOUT_S",
+    "WORKER_START_TIMEOUT_S", "MAX_NUMERIC_CHARS", "MAX_VERIFY_CHARS", "PLAIN_MAX_CHARS", "ANSWER_OPEN", "ANSWER_CLOSE",
+]
 
 DEFAULT_TIMEOUT_S = 5.0
 """Wall-clock seconds one symbolic (math-verify) comparison may take before it counts as False."""
 
 WORKER_START_TIMEOUT_S = 120.0
 """Seconds the math-verify child may take to start (import sympy); not part of any comparison's bound."""
-
-MAX_NUMERIC_CHARS = 64
-"""Strings longer than this are not read as plain numbers (they may still reach math-verify)."""
 
 MAX_VERIFY_CHARS = 2000
 """Normalised strings longer than this never reach math-verify (not equivalent). Real final
@@ -95,194 +94,7 @@ PLAIN_MAX_CHARS = 128
 
 _CACHE_SIZE = 4096
 
-# ------------------------------------------------------------------------------------ extraction
-
-ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
-_BOX = re.compile(r"\\(?:boxed|fbox)\b")
-_BOX_TOKEN = re.compile(r"(?!\\(?:boxed|fbox))[^\s$]+")
-_BRACE_TOKENS = re.compile(r"\\.|[{}]", re.DOTALL)  # an escaped char (\{ \} \\) is no brace
-_GSM8K = re.compile(r"####[ \t]*([^\n]*)")
-_PHRASE = re.compile(
-    r"\b(?:the[ \t]+(?:final[ \t]+)?answer|final[ \t]+answer)(?:[ \t]*\*\*)?[ \t]*(?:is\b[ \t]*:?|:)(?:[ \t]*\*\*)?",
-    re.IGNORECASE)
-_SENTENCE_END = re.compile(r"\.(?=\s|$)")
-_NUMBER_THEN_WORDS = re.compile(r"(\S*\d\S*?)\s+([A-Za-z]{2,}(?:\s+[A-Za-z]+)*)")
-_MATH_WORDS = {"pi", "sqrt", "ln", "log", "sin", "cos", "tan", "exp", "infinity", "inf", "times", "cdot"}
-
-
-def _brace_matches(s: str) -> dict[int, int]:
-    """{index of '{': index of its matching '}'} for every matched pair (one linear pass)."""
-    stack: list[int] = []
-    match: dict[int, int] = {}
-    for m in _BRACE_TOKENS.finditer(s):
-        tok = m.group()
-        if tok == "{":
-            stack.append(m.start())
-        elif tok == "}" and stack:
-            match[stack.pop()] = m.start()
-    return match
-
-
-def _last_boxed(s: str) -> str | None:
-    """Content of the last well-formed \\boxed{...} / \\fbox{...} / \\boxed X in s, or None."""
-    starts = [m.end() for m in _BOX.finditer(s)]
-    if not starts:
-        return None
-    matches: dict[int, int] | None = None
-    for i in reversed(starts):
-        j = i
-        while j < len(s) and s[j] in " \t":
-            j += 1
-        if j < len(s) and s[j] == "{":
-            if matches is None:
-                matches = _brace_matches(s)
-            end = matches.get(j)
-            if end is not None:
-                return s[j + 1:end].strip()
-        elif j > i:  # "\boxed 5": the next token
-            tok = _BOX_TOKEN.match(s, j)
-            if tok:
-                return tok.group().rstrip(".")
-    return None
-
-
-def _answer_block(s: str) -> str | None:
-    end = s.rfind(ANSWER_CLOSE)
-    if end < 0:
-        return None
-    start = s.rfind(ANSWER_OPEN, 0, end)
-    if start < 0:
-        return None
-    content = s[start + len(ANSWER_OPEN):end].strip()
-    if "\\boxed" in content or "\\fbox" in content:
-        boxed = _last_boxed(content)
-        if boxed is not None:
-            return boxed
-    return content
-
-
-def _phrase_answer(s: str) -> str | None:
-    last = None
-    for last in _PHRASE.finditer(s):
-        pass
-    if last is None:
-        return None
-    rest = s[last.end():].lstrip()
-    line = rest.split("\n", 1)[0].strip()
-    if line.startswith("$"):  # "$5$." or "$$5$$"
-        inner = line.lstrip("$")
-        close = inner.find("$")
-        ans = inner[:close] if close >= 0 else inner
-    elif line.startswith("\\(") and "\\)" in line:
-        ans = line[2:line.index("\\)")]
-    else:
-        end = _SENTENCE_END.search(line)
-        ans = line[:end.start()] if end else line
-    ans = ans.strip().rstrip(".").strip().strip("*").strip()
-    m = _NUMBER_THEN_WORDS.fullmatch(ans) if len(ans) <= 200 else None  # (bounded backtracking)
-    if m and _to_number(m.group(1)) is not None and not any(
-            w.lower() in _MATH_WORDS for w in m.group(2).split()):
-        ans = m.group(1)  # "18 dollars" -> "18"
-    return ans or None
-
-
-def extract_final_answer(response: str) -> str | None:
-    """The final answer of a full model response, or None (see the module docstring for the forms
-    and their order). Linear time in len(response)."""
-    ans = _answer_block(response)
-    if ans is not None:
-        return ans
-    if "\\boxed" in response or "\\fbox" in response:
-        ans = _last_boxed(response)
-        if ans is not None:
-            return ans
-    hashes = response.rfind("####")
-    if hashes >= 0:
-        ans = _GSM8K.match(response, hashes).group(1).strip()
-        if ans:
-            return ans
-    return _phrase_answer(response)
-
-
-# ---------------------------------------------------------------------------------- normalising
-
-_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-_SPACING = re.compile(r"\\left\b|\\right\b|\\!|\\displaystyle\b")
-
-
-def _normalise(s: str) -> str:
-    """Strip what never changes an answer's meaning: whitespace around it, $...$ / \\(...\\) /
-    \\[...\\] around it, a box around all of it, \\left / \\right / \\!, a trailing period."""
-    s = s.strip().replace("\u2212", "-")  # unicode minus
-    for _ in range(3):  # e.g. "$\boxed{5}$."
-        before = s
-        if s.endswith("."):  # a sentence's period ("3." is 3 anyway)
-            s = s[:-1].rstrip()
-        for op, cl in _WRAPPERS:
-            if len(s) >= len(op) + len(cl) and s.startswith(op) and s.endswith(cl):
-                s = s[len(op):len(s) - len(cl)].strip()
-                break
-        m = _BOX.match(s)
-        if m:
-            j = m.end()
-            while j < len(s) and s[j] in " \t":
-                j += 1
-            if j < len(s) and s[j] == "{" and _brace_matches(s).get(j) == len(s) - 1:
-                s = s[j + 1:-1].strip()
-        if s == before:
-            break
-    if "\\" in s:
-        s = _SPACING.sub("", s).strip()
-    return s
-
-
-# -------------------------------------------------------------------------------- plain numbers
-
-# Integers, decimals, a/b (a may be a decimal). No exponents: Fraction('1e999999') is costly.
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(/\d+)?")
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
-_FRAC = re.compile(r"([+-]?)\\[dt]?frac\s*(?:\{\s*([+-]?\d+(?:\.\d*)?)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
-_UNIT = re.compile(r"\s*\\(?:text|mbox|mathrm)\s*\{[^{}\d]*\}(?:\^\{?\d\}?)?$")
-_DEGREES = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)$")
-_PERCENT = re.compile(r"\s*\\?%$")
-_LATEX_SEPARATORS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ |~)(?=\d{3})")
-
-
-def _to_number(s: str) -> Fraction | None:
-    """s as an exact rational if it is a plain number (see the module docstring), else None."""
-    s = s.strip()
-    if len(s) > MAX_NUMERIC_CHARS:
-        return None
-    if "\\" in s or "$" in s or "%" in s or "°" in s or "−" in s or "{" in s:
-        s = s.replace("−", "-")
-        s = _UNIT.sub("", s)
-        s = _DEGREES.sub("", s)
-        s = _PERCENT.sub("", s)
-        s = _LATEX_SEPARATORS.sub(",", s)
-        if s.startswith("\\$"):
-            s = s[2:]
-        elif s.startswith("$"):
-            s = s[1:]
-        elif s.startswith("-\\$") or s.startswith("-$"):
-            s = "-" + s.lstrip("-\\$")
-        s = s.strip()
-        m = _FRAC.fullmatch(s)
-        if m:
-            sign, num, num1, den, den1 = m.groups()
-            try:
-                value = Fraction(num if num is not None else num1) / int(den if den is not None else den1)
-            except (ValueError, ZeroDivisionError):
-                return None
-            return -value if sign == "-" else value
-    if "," in s and _THOUSANDS.fullmatch(s):  # '1,000' -> '1000'; '1,2' stays (a tuple/set)
-        s = s.replace(",", "")
-    if not _NUMBER.fullmatch(s):
-        return None
-    try:
-        return Fraction(s)
-    except (ValueError, ZeroDivisionError):
-        return None
-
+# ----------------------------------------------------------------------------------- answer keys
 
 def answer_key(answer: str) -> str:
     """A canonical string for grouping answers (maj@k): equal plain numbers share one key

@@ -4,6 +4,7 @@
     sweep eval grpo-clip0.2-0.28.s0 --samples 32 --backend vllm         # one trial (its newest checkpoint)
     sweep eval /models/qwen3-1.7b-base --benchmarks gsm8k --greedy      # a bare checkpoint -> experiment 'eval'
     sweep eval dhpo_vs_baselines --smoke                                # first 4 problems, 1 sample, 64 tokens
+    sweep eval sspo_temperature_grid --benchmarks gsm8k,math500,aime25 --greedy --base   # + the base row
 
 TARGET forms and where results go: sweeps/eval_targets.py. The protocol (evaluators/eval_config.py)
 starts from the spec's `eval:` section when TARGET is a spec that has one; options override it.
@@ -34,8 +35,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format, data_dir,
-             files, limit, seed, batch_size, device, dtype, tp) -> dict:
-    given = {"samples": samples, "greedy": greedy, "backend": backend, "max_new_tokens": max_new_tokens,
+             files, limit, seed, batch_size, device, dtype, tp, base) -> dict:
+    given = {"samples": samples, "greedy": greedy, "base": base, "backend": backend, "max_new_tokens": max_new_tokens,
              "temperature": temperature, "top_p": top_p, "prompt_format": prompt_format, "data_dir": data_dir,
              "limit": limit, "seed": seed, "batch_size": batch_size, "device": device, "dtype": dtype,
              "tensor_parallel_size": tp}
@@ -98,6 +99,7 @@ def eval_cmd(
     device: Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda (hf backend).")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="auto | float32 | bfloat16.")] = None,
     tp: Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel GPUs (vllm).")] = None,
+    base: Annotated[Optional[bool], typer.Option("--base/--no-base", help="Also evaluate each trial's base model (logged at step 0: the table's base row).")] = None,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="The sweep of a trial id found in several sweeps.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="First 4 problems, 1 sample, 64 new tokens: a quick end-to-end check.")] = False,
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of the sweep (MLflow store, checkpoints).")] = Path("runs"),
@@ -116,7 +118,7 @@ def eval_cmd(
     from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 
     options = _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format,
-                       data_dir, files, limit, seed, batch_size, device, dtype, tp)
+                       data_dir, files, limit, seed, batch_size, device, dtype, tp, base)
     run_dir = run_dir.resolve()
     uri = resolve_tracking_uri(tracking_uri, run_dir)
     client = MlflowClient(uri)
@@ -128,19 +130,35 @@ def eval_cmd(
         raise _fail(str(err))
     for reason in resolved.skipped or []:
         err_console.print(f"skipped: {reason}", markup=False, highlight=False)
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
+    jobs = [(t, evaluate_checkpoint) for t in resolved.targets]
+    if cfg.base and resolved.sweep:  # each trial's base policy, shared by the trials of that base
+        from evaluators.checkpoints import read_trial_config
+        from evaluators.eval_run import base_target, evaluate_base
+
+        bases = []
+        for t in resolved.targets:
+            trial_config = t.trial_config or read_trial_config(t.checkpoint)
+            if trial_config is None:
+                err_console.print(f"skipped the base of {t.label}: its trial config is unknown", markup=False)
+                continue
+            bases.append((base_target(trial_config, run_dir / resolved.sweep / "base_eval", t.run_id, say),
+                          evaluate_base))
+        jobs = bases + jobs
     lock = SweepLock(run_dir / ".locks" / f"{resolved.sweep}.lock", resolved.sweep) if resolved.sweep \
         else contextlib.nullcontext()
     try:
         with lock:
-            for t in resolved.targets:
+            for t, evaluate in jobs:
                 with _progress(no_progress) as bars:
-                    def progress(name: str, n: int, k: int, _bars=bars):
-                        task = _bars.add_task(f"{t.label} {name} (x{k})", total=n)
+                    def progress(name: str, n: int, k: int, _bars=bars, _label=t.label):
+                        task = _bars.add_task(f"{_label} {name} (x{k})", total=n)
                         return lambda done: _bars.advance(task, done)
 
-                    metrics, result_files = evaluate_checkpoint(t, cfg, progress=progress,
-                                                                log=lambda line: console.print(line, markup=False,
-                                                                                               highlight=False))
+                    metrics, result_files = evaluate(t, cfg, progress=progress, log=say)
                 run_id = t.run_id or eval_run_for(client, t)
                 logged = log_eval(client, run_id, t.step, metrics, result_files, cfg.protocol_hash())
                 console.print(_summary(f"{t.label} (step {t.step})", metrics, cfg))

@@ -371,7 +371,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
         raise SpecError(str(err)) from None
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
-    eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd())
+    eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd(), trials[0].config.data.eval_files if trials else {})
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
                      report_interval_s, stall_timeout_s, eval_cfg)
 

@@ -100,9 +100,11 @@ def check_report(report: Any, src: str) -> dict:
     return report
 
 
-def check_eval(section: Any, src: str, cwd: Path):
+def check_eval(section: Any, src: str, cwd: Path, trial_files: dict[str, str] | None = None):
     """The `eval:` section as an EvalConfig (paths made absolute against `cwd`), or None when absent.
-    Every benchmark file is found and read now: a missing one is a spec error before any trial runs."""
+    A benchmark without an `eval.files` entry uses the trials' `data.eval_files` one of that name
+    (`trial_files`, already absolute), before `eval.data_dir`. Every benchmark file is found and read
+    now: a missing one is a spec error before any trial runs."""
     if section is None:
         return None
     from evaluators.eval_config import EvalConfig, EvalConfigError
@@ -114,7 +116,10 @@ def check_eval(section: Any, src: str, cwd: Path):
         cfg = EvalConfig.from_dict(section, where=f"{src}: eval")
         cfg.data_dir = str((cwd / cfg.data_dir).resolve())
         cfg.files = {name: str((cwd / path).resolve()) for name, path in cfg.files.items()}
-        load_problems(cfg)
+        for name in cfg.benchmarks:
+            if name not in cfg.files and name in (trial_files or {}):
+                cfg.files[name] = trial_files[name]
+        load_problems(cfg, log=lambda note: None)  # size notes are printed when the evaluation runs
     except (EvalConfigError, ValueError, OSError) as err:
         msg = str(err)
         raise SpecError(msg if msg.startswith(src) else f"{src}: eval: {msg}") from None

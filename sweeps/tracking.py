@@ -145,13 +145,14 @@ class SweepTracker:
             self.buffers.pop(tid, None)
             self.last_flush[tid] = time.time()
 
-    def log_eval(self, trial_id: str, evaluation: dict) -> None:
-        """Log a trial's final evaluation (sweeps/trial.py final_evaluation) once: metrics at its step, files."""
+    def log_eval(self, trial_id: str, evaluations: list[dict]) -> None:
+        """Log a trial's evaluations (sweeps/trial.py final_evaluation) once each: metrics at their step, files."""
         from sweeps.eval_targets import log_eval
 
         self.flush(trial_id)
-        log_eval(self.client, self.children[trial_id]["run_id"], int(evaluation["step"]), evaluation["metrics"],
-                 [Path(f) for f in evaluation["files"]], evaluation["protocol"])
+        for e in evaluations:
+            log_eval(self.client, self.children[trial_id]["run_id"], int(e["step"]), e["metrics"],
+                     [Path(f) for f in e["files"]], e["protocol"])
 
     def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
         run_id = self.children[trial_id]["run_id"]

@@ -14,8 +14,9 @@ config), so it can be evaluated on its own later (`sweep eval DIR`).
 
 With an ``eval`` protocol in the payload (the spec's ``eval:`` section), a trial that trained to its
 last step evaluates its final checkpoint (evaluators/eval_run.py: results under
-``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done) and sends one more result
-carrying ``eval`` (metrics, step, files) for the driver to log. A verl trial with the vllm eval
+``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done), with ``base: true`` also its
+base policy (once per base for the sweep, under ``<sweep dir>/base_eval/``, logged at step 0), and
+sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A verl trial with the vllm eval
 backend runs it as a Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
 
 Two ways a trial ends that are not a crash:
@@ -121,37 +122,49 @@ def _checkpoint_step(path: Path | None) -> int:
         return -1
 
 
-def _evaluate_in_task(target, protocol):
-    from evaluators.eval_run import evaluate_checkpoint
+def _evaluate_in_task(target, protocol, shared: bool):
+    from evaluators.eval_run import evaluate_base, evaluate_checkpoint
 
-    return evaluate_checkpoint(target, protocol, log=lambda line: print(f"[{target.label}] {line}", file=sys.stderr,
-                                                                         flush=True))
+    def log(line: str) -> None:
+        print(f"[{target.label}] {line}", file=sys.stderr, flush=True)
+
+    return (evaluate_base if shared else evaluate_checkpoint)(target, protocol, log=log)
 
 
-def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> dict:
-    """Evaluate the final checkpoint with the payload's protocol; the result the driver logs."""
+def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> list[dict]:
+    """Evaluate the final checkpoint (and with ``base: true`` the base policy, shared by the sweep's
+    trials) with the payload's protocol; the evaluations the driver logs."""
     from evaluators.eval_config import EvalConfig
-    from evaluators.eval_run import EvalTarget, evaluate_checkpoint
+    from evaluators.eval_run import EvalTarget, base_target
 
     protocol = EvalConfig.from_dict(payload["eval"])
-    eval_dir = trial_storage_dir(payload["scratch_dir"], payload["trial_id"]) / "eval" / f"step_{step}"
-    target = EvalTarget(payload["trial_id"], Path(checkpoint), step, eval_dir, cfg)
+    storage = trial_storage_dir(payload["scratch_dir"], payload["trial_id"])
 
     def log(line: str) -> None:
         beat()
         print(f"[{payload['trial_id']}] {line}", file=sys.stderr, flush=True)
 
-    if cfg.backend == "verl" and protocol.backend == "vllm":  # the trial's slot holds no GPU
-        import ray
+    targets = [(EvalTarget(payload["trial_id"], Path(checkpoint), step, storage / "eval" / f"step_{step}", cfg), False)]
+    if protocol.base:
+        targets.insert(0, (base_target(cfg, storage.parent.parent / "base_eval", log=log), True))
+    done = []
+    for target, shared in targets:
+        if cfg.backend == "verl" and protocol.backend == "vllm":  # the trial's slot holds no GPU
+            import ray
 
-        task = ray.remote(num_cpus=1, num_gpus=protocol.tensor_parallel_size)(_evaluate_in_task)
-        ref = task.remote(target, protocol)
-        while not ray.wait([ref], timeout=30)[0]:
-            beat()
-        metrics, files = ray.get(ref)
-    else:
-        metrics, files = evaluate_checkpoint(target, protocol, log=log, progress=lambda *_: (lambda _done: beat()))
-    return {"step": step, "metrics": metrics, "files": [str(f) for f in files], "protocol": protocol.protocol_hash()}
+            task = ray.remote(num_cpus=1, num_gpus=protocol.tensor_parallel_size)(_evaluate_in_task)
+            ref = task.remote(target, protocol, shared)
+            while not ray.wait([ref], timeout=30)[0]:
+                beat()
+            metrics, files = ray.get(ref)
+        else:
+            from evaluators.eval_run import evaluate_base, evaluate_checkpoint
+
+            run = evaluate_base if shared else evaluate_checkpoint
+            metrics, files = run(target, protocol, log=log, progress=lambda *_: (lambda _done: beat()))
+        done.append({"step": target.step, "metrics": metrics, "files": [str(f) for f in files],
+                     "protocol": protocol.protocol_hash()})
+    return done
 
 
 def run_trial(config: dict) -> None:
@@ -217,9 +230,9 @@ def run_trial(config: dict) -> None:
             final_ckpt = last_checkpoint[0] or (resume[0] if resume else None)
             step = _checkpoint_step(final_ckpt)
             if step >= cfg.trainer.steps:
-                result = final_evaluation(payload, cfg, final_ckpt, step, watchdog.beat)
+                evaluations = final_evaluation(payload, cfg, final_ckpt, step, watchdog.beat)
                 tune.report({"step": step, "meta": json.dumps(meta), "checkpointed": False, "steps": "[]",
-                             "eval": json.dumps(result)})
+                             "eval": json.dumps(evaluations)})
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
         last = pending[-1] if pending else {"step": err.step, "metrics": {}}
         send(last["step"], {**last["metrics"], "diverged": str(err)}, None)

@@ -12,6 +12,8 @@ Hooks besides ``train`` (all optional, "module:function" strings):
     preflight (trials, source) -> None        checks of a whole sweep before any trial starts
                                               (e.g. verl composes its Hydra config for each trial)
     describe  (cfg) -> str                    what ``sweep run --dry-run`` prints for a trial
+    base_model (cfg, log) -> Path             the Hugging Face directory of the trial's base policy
+                                              (built if need be), for evaluating it (`eval.base`)
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Backend:
     validate: str | None = None
     preflight: str | None = None
     describe: str | None = None
+    base_model: str | None = None
 
     def load(self, hook: str = "train") -> Callable[..., Any] | None:
         target = getattr(self, hook)
@@ -43,12 +46,14 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "local": Backend("local", "trainers.local.trainer:train",
                      "the built-in trainer (tiny Qwen3 or a local checkpoint; CPU or one GPU)",
-                     validate="trainers.local.config:validate_local_section"),
+                     validate="trainers.local.config:validate_local_section",
+                     base_model="trainers.local.warmstart:base_model_dir"),
     "verl": Backend("verl", "trainers.verl_backend.train:train",
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
                     preflight="trainers.verl_backend.preflight:preflight",
-                    describe="trainers.verl_backend.launch:describe"),
+                    describe="trainers.verl_backend.launch:describe",
+                    base_model="trainers.verl_backend.launch:base_model_dir"),
 }
 
 

@@ -18,7 +18,8 @@ from evaluators.benchmarks import (
     BENCHMARKS, DEFAULT_DATA_DIR, PAPER_BENCHMARKS, BenchmarkNotFoundError, BenchmarkSizeWarning, BenchmarkSpec,
     candidate_paths, load_benchmark,
 )
-from evaluators.loaders import SCHEMAS, write_verl_parquet
+from evaluators.loaders import SCHEMAS
+from evaluators.verl_parquet import write_verl_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

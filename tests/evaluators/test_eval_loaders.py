@@ -1,4 +1,5 @@
-"""evaluators.loaders: every accepted schema, ids / messages / benchmark names, errors, verl parquet.
+"""evaluators.loaders (every accepted schema, ids / messages / benchmark names, errors) and
+evaluators.verl_parquet (the verl parquet writer).
 
     .venv/bin/python -m pytest tests/evaluators/test_eval_loaders.py -q
 """
@@ -12,10 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaluators.loaders import (
-    SCHEMAS, as_rl_parquet, is_verl_parquet, last_boxed, load_problems, write_verl_parquet,
-)
+from evaluators.loaders import SCHEMAS, is_verl_parquet, last_boxed, load_problems
 from evaluators.tasks import Problem, load_jsonl, make_split
+from evaluators.verl_parquet import as_rl_parquet, write_verl_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,7 +4,7 @@ Real Ray, a real MLflow sqlite store, real training and real generation with the
 tiny local model; the commands are typed as the README writes them (no --no-progress, no path
 flags, in a short working directory). A user benchmark file in the plain {problem, answer} schema
 sits beside a synthetic benchmark. Checked: metrics at the final step in each trial's run, equal to
-what the per-problem artifact files say; the report's table built from them; a re-run of the same
+what the per-problem artifact files say; the base policy evaluated once and logged at step 0 of both; the report's table built from them; a re-run of the same
 protocol logs nothing twice; a trial id, a bare checkpoint directory and a missing benchmark file.
 """
 
@@ -51,7 +51,7 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
                                                                               {"algorithm": "gspo"}])
     spec = yaml.safe_load(spec_path.read_text())
     spec["eval"] = {"benchmarks": ["easy", "arith_qa"], "files": {"arith_qa": "bench/arith_qa.jsonl"},
-                    "samples": 2, "max_new_tokens": 24, "size": 4}
+                    "samples": 2, "max_new_tokens": 24, "size": 4, "base": True}
     spec["report"] = {"table": {"metric": "eval/{benchmark}/avg_at_k", "select_by": "AVG", "at": "final"}}
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
 
@@ -62,7 +62,7 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     assert sorted(runs) == ["grpo.s0", "gspo.s0"]
     for tid, r in runs.items():
         m, rid = r.data.metrics, r.info.run_id
-        assert steps_of(client, rid, "eval/easy/avg_at_k") == [STEPS]  # at the final checkpoint's step
+        assert steps_of(client, rid, "eval/easy/avg_at_k") == [0, STEPS]  # the base (step 0) and the final checkpoint
         recs = records_of(client, rid, "eval/step_4/arith_qa.jsonl", tmp_path / tid)
         assert [x["id"] for x in recs] == [f"q{i}" for i in range(6)]
         assert all(len(x["samples"]) == 2 for x in recs) and m["eval/arith_qa/k"] == 2
@@ -73,6 +73,12 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
         assert len(easy) == 4 and m["eval/easy/avg_at_k"] == pytest.approx(mean(mean(x["correct"]) for x in easy))
         assert m["eval/avg/avg_at_k"] == pytest.approx((m["eval/easy/avg_at_k"] + m["eval/arith_qa/avg_at_k"]) / 2)
         assert r.info.status == "FINISHED"
+
+    # The base policy was evaluated once for both trials (one shared result directory), logged at step 0 of each.
+    assert len(list((cwd / "runs" / "evalsweep" / "base_eval").iterdir())) == 1
+    base_values = {tid: [m.value for m in client.get_metric_history(r.info.run_id, "eval/arith_qa/avg_at_k") if m.step == 0]
+                   for tid, r in runs.items()}
+    assert base_values["grpo.s0"] == base_values["gspo.s0"] and len(base_values["grpo.s0"]) == 1
 
     # The end-of-run table is built from the eval metrics, benchmarks in the eval section's order.
     with open(cwd / "runs" / "evalsweep" / "report" / "table.csv") as f:
@@ -86,9 +92,9 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     # `sweep eval SPEC`: the spec's protocol again -> results reused, nothing logged twice.
     again = sweep(cwd, "eval", spec_path.name)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("already logged") == 2
+    assert again.stdout.count("already logged") == 4  # base + final checkpoint, for each trial
     for r in runs.values():
-        assert steps_of(client, r.info.run_id, "eval/easy/avg_at_k") == [STEPS]
+        assert steps_of(client, r.info.run_id, "eval/easy/avg_at_k") == [0, STEPS]
 
     # A trial id with another protocol (greedy, another benchmark): logged into that trial's run.
     one = sweep(cwd, "eval", "gspo.s0", "--benchmarks", "medium", "--greedy", "--max-new-tokens", "24")

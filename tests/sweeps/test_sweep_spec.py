@@ -502,3 +502,46 @@ def test_malformed_spec_cli_exits_2_and_creates_nothing(case, text, needles, emp
         assert " ".join(needle.split()) in out, f"{case}: {needle!r} not in {out!r}"
     assert sorted(p.name for p in empty_cwd.iterdir()) == ["bad.yaml"]  # no runs/, no mlflow.db
 
+
+
+# ------------------------------------------------------------------------------------ eval: section
+
+EVAL_SPEC = """name: ev
+variants: [{algorithm: grpo}]
+eval: {benchmarks: [easy, mine], files: {mine: qa.jsonl}, samples: 2}
+"""
+
+
+def test_eval_section_becomes_an_eval_config_with_absolute_paths(tmp_path):
+    (tmp_path / "qa.jsonl").write_text('{"problem": "1+1?", "answer": "2"}\n')
+    spec = load_spec(write_spec(tmp_path, EVAL_SPEC), cwd=tmp_path)
+    assert spec.eval.benchmarks == ["easy", "mine"] and spec.eval.samples == 2
+    assert spec.eval.files == {"mine": str((tmp_path / "qa.jsonl").resolve())}
+    assert Path(spec.eval.data_dir).is_absolute()
+    assert load_spec(write_spec(tmp_path, "name: ev\nvariants: [{algorithm: grpo}]\n")).eval is None
+    assert load_spec(write_spec(tmp_path, EVAL_SPEC), ["eval.samples=8"], cwd=tmp_path).eval.samples == 8
+
+
+def test_eval_files_default_to_the_trials_eval_files(tmp_path):
+    (tmp_path / "qa.jsonl").write_text('{"problem": "1+1?", "answer": "2"}\n')
+    text = ("name: ev\nvariants: [{algorithm: grpo}]\nbase: {data: {eval_files: {mine: qa.jsonl}, benchmarks: [mine]}}\n"
+            "eval: {benchmarks: [mine]}\n")
+    spec = load_spec(write_spec(tmp_path, text), cwd=tmp_path)
+    assert spec.eval.files == {"mine": str((tmp_path / "qa.jsonl").resolve())}
+
+
+@pytest.mark.parametrize("section, needle", [
+    ("{benchmarks: [aime24]}", "aime24"),  # no file: named, with where it was looked for and the schemas
+    ("{benchmarks: [easy], sample: 3}", "eval.sample: unknown key"),
+    ("{benchmarks: [easy], backend: sglang}", "eval.backend: expected one of"),
+    ("{benchmarks: [nonesuch]}", "nonesuch"),
+    ("[easy]", "eval: expected a mapping"),
+    ("{benchmarks: [mine], files: {mine: missing.jsonl}}", "missing.jsonl"),
+])
+def test_bad_eval_section_is_a_spec_error_before_anything_runs(tmp_path, section, needle):
+    path = write_spec(tmp_path, f"name: ev\nvariants: [{{algorithm: grpo}}]\neval: {section}\n")
+    with pytest.raises(SpecError) as err:
+        load_spec(path, cwd=tmp_path)
+    assert str(path) in str(err.value) and needle in str(err.value)
+    if "aime24" == needle:
+        assert "data/benchmarks/aime24" in str(err.value) and "ground_truth" in str(err.value)

@@ -147,3 +147,10 @@ if __name__ == "__main__":
     config = load_trial_config(*split_args(sys.argv[1:]))
     train, _ = load_data(config)
     print(ensure_base_checkpoint(config, train))
+
+
+def base_model_dir(cfg: TrialConfig, log=print) -> Path:
+    """The base policy a trial of ``cfg`` starts from (a Hugging Face directory; built once if missing)."""
+    from trainers.local.data import load_data
+
+    return ensure_base_checkpoint(cfg, load_data(cfg)[0], log)

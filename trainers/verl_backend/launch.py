@@ -77,13 +77,19 @@ def prepare_inputs(cfg: TrialConfig, build: bool = True) -> Inputs:
     absent) the tiny Qwen3, warm-started for ``verl.tiny_warm_start_steps`` steps, and the synthetic
     task built under ``verl.cache_dir`` (reused by hash).
     ``build=False`` returns where they will be without building them (for --dry-run)."""
-    from trainers.verl_backend import assets
-
     root = cache_root(cfg)
-    model = cfg.model.path or str(assets.tiny_qwen3(root / "models", warm_start_steps=cfg.verl.tiny_warm_start_steps)
-                                  if build else root / "models" / "<tiny-qwen3>")
+    model = str(base_model_dir(cfg)) if build else cfg.model.path or str(root / "models" / "<tiny-qwen3>")
     train, vals = trial_data(cfg, root / "data", build=build)
     return Inputs(model, [str(train)], [str(v) for v in vals])
+
+
+def base_model_dir(cfg: TrialConfig, log=print) -> Path:
+    """model.path, or the tiny Qwen3 warm-started for ``verl.tiny_warm_start_steps`` under ``verl.cache_dir``."""
+    from trainers.verl_backend import assets
+
+    if cfg.model.path:
+        return Path(cfg.model.path)
+    return assets.tiny_qwen3(cache_root(cfg) / "models", warm_start_steps=cfg.verl.tiny_warm_start_steps, log=log)
 
 
 def _data_key(cfg: TrialConfig) -> str:
@@ -98,12 +104,12 @@ def _data_key(cfg: TrialConfig) -> str:
 def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, list[Path]]:
     """(train parquet, one val parquet per benchmark of data.benchmarks): user verl .parquet files as
     they are, other user files (any evaluators.loaders schema) converted, the synthetic task
-    generated (evaluators.loaders.write_verl_parquet), a paper benchmark of evaluators.benchmarks
+    generated (evaluators.verl_parquet.write_verl_parquet), a paper benchmark of evaluators.benchmarks
     without a file read from its data/benchmarks/<stem> file like a user file; under ``root/data-<hash>``.
     The data source of a converted or generated benchmark is its name (verl.data_sources maps a
     user parquet's own data sources to benchmark names)."""
     from evaluators import benchmarks as registry
-    from evaluators import loaders
+    from evaluators import verl_parquet
     from evaluators.tasks import make_split
 
     d = cfg.data
@@ -112,25 +118,25 @@ def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, 
         return (Path(d.train_file) if d.train_file else out / "train.parquet",
                 [Path(d.eval_files[b]) if b in d.eval_files else out / f"val_{b}.parquet" for b in d.benchmarks])
     if d.train_file:
-        train = loaders.as_rl_parquet(Path(d.train_file), out, data_source="train", split="train")
+        train = verl_parquet.as_rl_parquet(Path(d.train_file), out, data_source="train", split="train")
     else:
         train = out / "train.parquet"
         if not train.is_file():
-            loaders.write_verl_parquet(make_split("train", d.train_size, d.seed), train, "train", "train")
+            verl_parquet.write_verl_parquet(make_split("train", d.train_size, d.seed), train, "train", "train")
     vals = []
     for bench in d.benchmarks:
         if bench in d.eval_files:
-            vals.append(loaders.as_rl_parquet(Path(d.eval_files[bench]), out, data_source=bench, split="test"))
+            vals.append(verl_parquet.as_rl_parquet(Path(d.eval_files[bench]), out, data_source=bench, split="test"))
             continue
         if bench in registry.BENCHMARKS and not registry.BENCHMARKS[bench].synthetic:  # data/benchmarks/<stem>.*
             found = registry.find_benchmark_file(bench)
             if found is None:
                 registry.load_benchmark(bench)  # raises BenchmarkNotFoundError naming the paths looked at
-            vals.append(loaders.as_rl_parquet(found, out, data_source=bench, split="test"))
+            vals.append(verl_parquet.as_rl_parquet(found, out, data_source=bench, split="test"))
             continue
         path = out / f"val_{bench}.parquet"
         if not path.is_file():
-            loaders.write_verl_parquet(make_split(bench, d.eval_size, d.seed), path, bench, "test")
+            verl_parquet.write_verl_parquet(make_split(bench, d.eval_size, d.seed), path, bench, "test")
         vals.append(path)
     return train, vals
 
