@@ -29,8 +29,8 @@ Schemas (``load_problems``)
         benchmark, id | unique_id | idx   optional
     GSM8K (plain, detected per row): ``{question, answer}`` where ``answer`` ends with a line
         ``#### n``: answer = n without thousands commas, solution = the text before that line.
-    synthetic-task JSONL (plain): ``{prompt, answer[, solution, benchmark]}``, read exactly as
-        evaluators.tasks.load_jsonl reads it (same fields, same error messages), plus ids.
+    synthetic-task JSONL (plain): ``{prompt, answer[, solution, benchmark]}`` (a numeric answer
+        becomes its string).
 
     Problem.benchmark: the ``benchmark`` argument, else the row's ``benchmark`` (plain) or
     ``data_source`` (verl), else the file stem. Problem.id: the row's ``id`` / ``unique_id`` /

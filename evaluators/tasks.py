@@ -1,4 +1,4 @@
-"""Synthetic verifiable arithmetic tasks, deterministic from a seed, plus a JSONL loader.
+"""Synthetic verifiable arithmetic tasks, deterministic from a seed (files of problems: evaluators/loaders.py).
 
 Every problem is an integer expression over + - * (and parentheses on `hard`):
 
@@ -30,10 +30,8 @@ within a split.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
@@ -215,48 +213,6 @@ def make_split(name: str, n: int, seed: int,
         out.append(p)
         misses = 0
     return out
-
-
-def load_jsonl(path: str | Path) -> list[Problem]:
-    """Problems from a JSONL file: one object per line with `prompt` (str) and `answer` (str or
-    number); optional `solution` (str) and `benchmark` (str, default: the file stem). Blank lines
-    are skipped. Raises ValueError naming the file and 1-based line for a malformed row.
-
-    The synthetic-task schema only, ids left ''. evaluators.loaders.load_problems reads this
-    schema the same way (plus ids), and every other accepted schema (MATH, GSM8K, verl parquet)."""
-    path = Path(path)
-    problems: list[Problem] = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: invalid JSON ({e.msg})") from e
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            for key in ("prompt", "answer"):
-                if key not in row:
-                    raise ValueError(f"{where}: missing required field {key!r}")
-            prompt, answer = row["prompt"], row["answer"]
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise ValueError(f"{where}: 'prompt' must be a non-empty string")
-            if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
-                raise ValueError(f"{where}: 'answer' must be a string or a number")
-            for key in ("solution", "benchmark"):
-                if key in row and not isinstance(row[key], str):
-                    raise ValueError(f"{where}: {key!r} must be a string")
-            problems.append(Problem(
-                prompt=prompt,
-                answer=str(answer).strip(),
-                solution=row.get("solution", ""),
-                benchmark=row.get("benchmark", path.stem),
-            ))
-    if not problems:
-        raise ValueError(f"{path}: no problems (file is empty)")
-    return problems
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ TARGET is tried, in this order, as:
 3. a sweep name (an MLflow experiment of the store): every trial run of it;
 4. a trial id: the trial run tagged ``trial_id=TARGET`` (``--sweep`` when several sweeps have one).
 
-A trial is evaluated at its newest checkpoint (``<run dir>/<sweep>/ray_results/*/<trial>/checkpoint_*``),
-its metrics go into its own run at that checkpoint's step, and its result files live in
+FAILED trials are skipped (the tables leave them out too). A trial is evaluated at its newest
+checkpoint (``<run dir>/<sweep>/ray_results/*/<trial>/checkpoint_*``), its metrics go into its own
+run at that checkpoint's step, and its result files live in
 ``<run dir>/<sweep>/trials/<trial>/eval/step_<N>/<protocol hash>/``; a bare checkpoint's in
 ``<run dir>/eval/<name>-<hash of its path>/step_<N>/<protocol hash>/``.
 
@@ -113,7 +114,7 @@ def resolve(target: str, client, run_dir: Path, sweep: str | None = None,
     tried = [f"a checkpoint directory ({path} does not exist)"]
 
     spec_eval, sweep_name = None, None
-    if target.endswith((".yaml", ".yml")) or not sweep:
+    if not sweep:  # --sweep names the sweep of a trial id: no spec lookup then
         from sweeps.spec import SpecError, load_spec, resolve_spec_path
 
         try:
@@ -132,6 +133,9 @@ def resolve(target: str, client, run_dir: Path, sweep: str | None = None,
                               "run it first (sweep run), or pass --tracking-uri / --run-dir of its store")
         targets, skipped = [], []
         for run in _trial_runs(client, exp.experiment_id):
+            if run.info.status == "FAILED":  # left out of the tables too
+                skipped.append(f"{run.data.tags['trial_id']}: FAILED ({run.data.tags.get('failure_reason', '')[:200]})")
+                continue
             got = trial_target(client, run, run_dir, sweep_name)
             (skipped if isinstance(got, str) else targets).append(got)
         if not targets:

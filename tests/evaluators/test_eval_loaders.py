@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from evaluators.loaders import SCHEMAS, is_verl_parquet, last_boxed, load_problems
-from evaluators.tasks import Problem, load_jsonl, make_split
+from evaluators.tasks import Problem, make_split
 from evaluators.verl_parquet import as_rl_parquet, write_verl_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,14 +84,22 @@ def test_plain_column_parquet(tmp_path):
     assert [p.answer for p in load_problems(ints)] == ["3", "12"]  # not '3.0'
 
 
-def test_synthetic_jsonl_reads_as_load_jsonl(tmp_path):
+def test_synthetic_task_jsonl(tmp_path):
     path = tmp_path / "mini.jsonl"
     path.write_text(json.dumps({"prompt": "Q: 1+1=?", "answer": "2"}) + "\n\n"
                     + json.dumps({"prompt": "Q: 2*3=?", "answer": 6, "solution": "<think></think><answer>6</answer>",
                                   "benchmark": "gsm"}) + "\n")
     ps = load_problems(path)
-    assert [dataclasses.replace(p, id="") for p in ps] == load_jsonl(path)
+    assert [dataclasses.replace(p, id="") for p in ps] == [
+        Problem("Q: 1+1=?", "2", "", "mini"), Problem("Q: 2*3=?", "6", "<think></think><answer>6</answer>", "gsm")]
     assert [p.id for p in ps] == ["mini-0", "gsm-1"]
+
+
+def test_empty_file_is_an_error(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n")
+    with pytest.raises(ValueError, match="empty"):
+        load_problems(path)
 
 
 def test_last_boxed():

@@ -7,7 +7,7 @@ import pytest
 
 from evaluators.rewards import RewardConfig, compute_reward
 from evaluators.tasks import (
-    BENCHMARKS, SPLITS, VOCAB_CHARS, Problem, is_test_prompt, load_jsonl, make_split,
+    BENCHMARKS, SPLITS, VOCAB_CHARS, Problem, is_test_prompt, make_split,
 )
 
 N = 200
@@ -112,42 +112,6 @@ def test_bad_requests():
     with pytest.raises(ValueError, match="unique"):
         make_split("easy", 5000, seed=0)  # about 250 easy test prompts exist
     assert make_split("easy", 0, seed=0) == []
-
-
-def test_load_jsonl(tmp_path):
-    path = tmp_path / "mini.jsonl"
-    path.write_text(
-        json.dumps({"prompt": "Q: 1+1=?", "answer": "2"}) + "\n\n"
-        + json.dumps({"prompt": "Q: 2*3=?", "answer": 6, "solution": "<think></think><answer>6</answer>",
-                      "benchmark": "gsm"}) + "\n")
-    assert load_jsonl(path) == [
-        Problem("Q: 1+1=?", "2", "", "mini"),
-        Problem("Q: 2*3=?", "6", "<think></think><answer>6</answer>", "gsm"),
-    ]
-
-
-@pytest.mark.parametrize("line,msg", [
-    ('{"prompt": "Q: 1+1=?"', "invalid JSON"),
-    ('["Q", "2"]', "JSON object"),
-    ('{"prompt": "Q: 1+1=?"}', "missing required field 'answer'"),
-    ('{"answer": "2"}', "missing required field 'prompt'"),
-    ('{"prompt": 3, "answer": "2"}', "'prompt' must be"),
-    ('{"prompt": "Q", "answer": null}', "'answer' must be"),
-    ('{"prompt": "Q", "answer": "2", "solution": 5}', "'solution' must be"),
-])
-def test_load_jsonl_errors_name_file_and_line(tmp_path, line, msg):
-    path = tmp_path / "bad.jsonl"
-    path.write_text('{"prompt": "ok", "answer": "1"}\n' + line + "\n")
-    with pytest.raises(ValueError, match=msg) as exc:
-        load_jsonl(path)
-    assert f"{path}:2:" in str(exc.value)
-
-
-def test_load_jsonl_empty(tmp_path):
-    path = tmp_path / "empty.jsonl"
-    path.write_text("\n")
-    with pytest.raises(ValueError, match="empty"):
-        load_jsonl(path)
 
 
 def test_generated_problems_have_no_id_or_messages():
