@@ -72,6 +72,7 @@ def report_cmd(
     parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <run-dir>/SWEEP_NAME/report for the run dir's store, else ./reports/SWEEP_NAME).")] = None,
     spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="Table metric with {benchmark}: val/{benchmark}/acc (default) or a checkpoint evaluation's eval/{benchmark}/avg_at_k, pass_at_k, maj_at_k.")] = None,
     select_by: Annotated[Optional[str], typer.Option(help="Metric picking best step/config, e.g. val/avg/acc or AVG.")] = None,
     at: Annotated[Optional[At], typer.Option(help="final, or best (the step with the best --select-by).")] = None,
     mode: Annotated[Optional[Mode], typer.Option(help="Direction of --select-by.")] = None,
@@ -97,6 +98,8 @@ def report_cmd(
 
       sweep report dhpo_vs_baselines --base "Qwen3-1.7B-Base" --baselines GRPO,GSPO --delta-avg --std
 
+      sweep report sspo_temperature_grid --metric "eval/{benchmark}/avg_at_k" --select-by AVG --base Base --delta-avg
+
       sweep report grid --at best --select-by val/avg/acc --ema-alpha 0.02 --out reports/grid --no-log
 
       sweep report dhpo_vs_baselines --spec configs/sweeps/dhpo_vs_baselines.yaml --tracking-uri http://127.0.0.1:5000
@@ -108,7 +111,7 @@ def report_cmd(
         section = dict(doc.get("report") or {})
         sweep_name = sweep_name or doc.get("name")
     table = dict(section.get("table") or {})
-    for k, v in {"select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base, "baselines": _split(baselines),
+    for k, v in {"metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base, "baselines": _split(baselines),
                  "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
                  "decimals": decimals, "scale": scale}.items():
         if v is not None:

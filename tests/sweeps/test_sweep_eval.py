@@ -89,6 +89,16 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     assert float(by_method["GRPO"]["easy"]) == pytest.approx(100 * grpo["eval/easy/avg_at_k"], abs=0.05)
     assert float(by_method["GRPO"]["arith_qa"]) == pytest.approx(100 * grpo["eval/arith_qa/avg_at_k"], abs=0.05)
 
+    # `sweep report` on the eval metrics, with the base row from the step-0 (base policy) evaluations.
+    report = sweep(cwd, "report", "evalsweep", "--metric", "eval/{benchmark}/avg_at_k", "--select-by", "AVG",
+                   "--base", "Base", "--no-log")
+    assert report.returncode == 0, report.stderr
+    with open(cwd / "runs" / "evalsweep" / "report" / "table.csv") as f:
+        rows = {row["method"]: row for row in csv.DictReader(f)}
+    assert float(rows["Base"]["arith_qa"]) == pytest.approx(100 * base_values["grpo.s0"][0], abs=0.05)
+    assert float(rows["GSPO"]["easy"]) == pytest.approx(100 * runs["gspo.s0"].data.metrics["eval/easy/avg_at_k"],
+                                                         abs=0.05)
+
     # `sweep eval SPEC`: the spec's protocol again -> results reused, nothing logged twice.
     again = sweep(cwd, "eval", spec_path.name)
     assert again.returncode == 0, again.stderr
