@@ -139,6 +139,12 @@ def report_cmd(
         typer.echo(f"{fmt:>6}: {p}")
 
 
+def detected_scale(values) -> float:
+    """100 when every finite value lies in [0, 1] (fractions), else 1 (already percentages or other units)."""
+    finite = values[values.notna()]
+    return 100.0 if len(finite) and bool(((finite >= 0) & (finite <= 1)).all()) else 1.0
+
+
 def table_cmd(
     results: Annotated[Path, typer.Argument(help="Long-format CSV/parquet: model, method, benchmark, value (optional: seed, config).")],
     format: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.md,
@@ -151,7 +157,7 @@ def table_cmd(
     std: Annotated[bool, typer.Option("--std", help="Show mean ± std over seeds.")] = False,
     seeds: Annotated[bool, typer.Option("--seeds", help="Add a seed-count column n.")] = False,
     decimals: Annotated[int, typer.Option(help="Decimals shown (ranking uses them).")] = 1,
-    scale: Annotated[float, typer.Option(help="Multiply values: 100 for [0,1] data, 1 if already percent.")] = 100.0,
+    scale: Annotated[Optional[float], typer.Option(help="Multiply values; default: 100 when every value is in [0, 1] (fractions), else 1 (already percent).")] = None,
     lower_is_better: Annotated[Optional[str], typer.Option(help="Comma-separated columns where lower wins.")] = None,
     select_by: Annotated[str, typer.Option(help="Best config per method by: AVG or a benchmark name.")] = "AVG",
     out: Annotated[Optional[Path], typer.Option(help="Write here instead of stdout.")] = None,
@@ -165,18 +171,27 @@ def table_cmd(
       sweep table results.csv -f md --benchmarks aime24,aime25,math500 --std --decimals 2
 
       sweep table results.parquet -f csv --scale 1 --out table.csv
+
+    Benchmark columns keep the file's order unless --benchmarks gives one. Without --scale the values
+    are read as fractions (x100) when all of them lie in [0, 1], else as already scaled (x1); a note on
+    stderr says which.
     """
+    import pandas as pd
+
     from dashboards.collect import load_results
     from dashboards.tables import TableConfig, build_table
 
     try:
         df = load_results(results)
-        cfg = TableConfig(base=base, baselines=_split(baselines) or [], benchmarks=_split(benchmarks),
+        if scale is None:
+            scale = detected_scale(df["value"])
+            what = "every value is in [0, 1]: shown x100" if scale == 100 else "values outside [0, 1]: shown as given"
+            typer.echo(f"note: {what} (--scale sets it)", err=True)
+        cfg = TableConfig(base=base, baselines=_split(baselines) or [],
+                          benchmarks=_split(benchmarks) or [str(b) for b in pd.unique(df["benchmark"])],
                           methods=_split(methods), delta_avg=delta_avg, avg=avg, std=std, seeds=seeds,
                           decimals=decimals, scale=scale, lower_is_better=_split(lower_is_better) or [],
                           select_by=select_by)
-        if scale == 100 and (df["value"].abs() > 1.5).any():
-            typer.echo("note: values above 1.5 with --scale 100; if they are percentages pass --scale 1", err=True)
         text = getattr(build_table(df, cfg), _FORMAT_METHODS[format])()
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)

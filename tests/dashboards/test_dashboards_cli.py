@@ -41,7 +41,7 @@ def test_table_markdown_with_avg_base_and_delta(app, results_csv):
     r = CliRunner().invoke(app, ["table", str(results_csv), "--format", "md", "--base", "Base",
                                  "--baselines", "GRPO,GSPO", "--delta-avg", "--benchmarks", "gsm8k,aime25"])
     assert r.exit_code == 0, r.output
-    lines = r.output.splitlines()
+    lines = r.stdout.splitlines()
     assert lines[0] == "| Method | gsm8k | aime25 | AVG | Delta Avg |"
     assert "| Base | 50.0 | 10.0 | 30.0 | — |" in lines
     # GRPO: (60.5, 20.5) AVG 40.5, Delta +10.5; GSPO AVG 40.5 too -> tied strongest baselines
@@ -51,7 +51,7 @@ def test_table_markdown_with_avg_base_and_delta(app, results_csv):
 
 def test_table_latex_csv_html_and_out_file(app, results_csv, tmp_path):
     r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "latex", "--decimals", "2", "--std"])
-    assert r.exit_code == 0 and "\\begin{tabular}" in r.output and "\\textbf{65.50 $\\pm$ 0.71}" in r.output
+    assert r.exit_code == 0 and "\\begin{tabular}" in r.stdout and "\\textbf{65.50 $\\pm$ 0.71}" in r.output
     out = tmp_path / "t.csv"
     r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "csv", "--out", str(out), "--seeds"])
     assert r.exit_code == 0 and "wrote" in r.output
@@ -127,3 +127,25 @@ def test_smoke_mode_runs_in_a_temp_dir_inside_cwd(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "smoke ok" in proc.stdout and "| DHPO-E |" in proc.stdout
     assert list(tmp_path.iterdir()) == []  # cleaned up
+
+
+def test_table_detects_the_scale_both_ways_and_says_so(app, results_csv, tmp_path):
+    fractions = CliRunner().invoke(app, ["table", str(results_csv), "-f", "csv"])
+    assert fractions.exit_code == 0 and "shown x100" in fractions.stderr
+    assert "65.5" in fractions.stdout  # DHPO-E gsm8k: mean of 0.65 and 0.66, as percent
+    percent = tmp_path / "percent.csv"
+    df = pd.read_csv(results_csv)
+    df["value"] = df["value"] * 100  # a file already in percent
+    df.to_csv(percent, index=False)
+    shown = CliRunner().invoke(app, ["table", str(percent), "-f", "csv"])
+    assert shown.exit_code == 0 and "shown as given" in shown.stderr
+    assert "65.5" in shown.stdout and "6550" not in shown.stdout
+    forced = CliRunner().invoke(app, ["table", str(percent), "-f", "csv", "--scale", "0.01"])
+    assert forced.exit_code == 0 and "note:" not in forced.stderr and "0.7" in forced.stdout
+
+
+def test_table_columns_keep_the_files_order(app, results_csv):
+    r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "md"])
+    assert r.stdout.splitlines()[0] == "| Method | gsm8k | aime25 | AVG |"  # the file lists gsm8k first
+    r = CliRunner().invoke(app, ["table", str(results_csv), "-f", "md", "--benchmarks", "aime25,gsm8k"])
+    assert r.stdout.splitlines()[0] == "| Method | aime25 | gsm8k | AVG |"
