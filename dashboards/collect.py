@@ -23,7 +23,7 @@ import re
 import sqlite3
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -49,6 +49,8 @@ class SweepData:
     tracking_uri: str | None = None
     experiment_id: str | None = None
     parent_run_id: str | None = None
+    provenance: dict[str, str] = field(default_factory=dict)
+    """The parent run's provenance.* tags (sweeps/provenance.py), without the prefix."""
 
 
 def sqlite_path(uri: str | None) -> Path | None:
@@ -273,7 +275,11 @@ def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
     steps.index = steps.index.astype(object)
     trials = trials.merge(steps, left_on="run_id", right_index=True, how="left")
     trials = trials.merge(finals, left_on="run_id", right_index=True, how="left")
-    return SweepData(sweep, trials, history, uri, str(exp_id), parent_run_id)
+    provenance = {}
+    if parent_run_id:
+        tags = client.get_run(parent_run_id).data.tags
+        provenance = {k[len("provenance."):]: v for k, v in sorted(tags.items()) if k.startswith("provenance.")}
+    return SweepData(sweep, trials, history, uri, str(exp_id), parent_run_id, provenance)
 
 
 def load_results(path: str | Path) -> pd.DataFrame:

@@ -226,8 +226,17 @@ def _page(title: str, data: SweepData, table, sections: list[str], notes: list[s
 <details><summary>LaTeX</summary><pre>{html.escape(table.to_latex())}</pre></details>
 {notes_html}
 {''.join(sections)}
+{_provenance_footer(data)}
 </body></html>
 """
+
+
+def _provenance_footer(data: SweepData) -> str:
+    """The parent run's provenance (code commit, packages, host, cluster) under the report."""
+    if not data.provenance:
+        return ""
+    items = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in data.provenance.items())
+    return f'<footer class="meta"><h2>Provenance</h2><ul>{items}</ul></footer>'
 
 
 def report_from_mlflow(sweep: str | None, *, tracking_uri: str | None = None, out_dir: str | Path,

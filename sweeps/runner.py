@@ -28,6 +28,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlflow.entities import RunTag
+
 from dashboards.collect import resolve_tracking_uri
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
@@ -151,10 +153,12 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         shown = spec.trials
     state.progress = LiveProgress(spec.name, shown, statuses) if options.show_progress else None
     status = "FINISHED"
+    cluster: dict[str, str] = {}
     try:
         # ray.init installs its own SIGTERM handler (sys.exit): ours go in after it.
         init_ray(address=options.address, run_dir=run_dir, temp_dir=options.ray_temp_dir,
                  num_cpus=placement.local_cpus or options.num_cpus, num_gpus=placement.local_gpus)
+        cluster = _cluster_tag()
         with state.guard.installed():
             search_kwargs = _search(spec, recorded)
             if spec.search and search_kwargs["num_samples"] == 0:
@@ -205,8 +209,19 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         if opener is not None:
             opener.join()
         if state.tracker is not None:
+            if cluster:
+                state.tracker.client.log_batch(state.tracker.parent_id, tags=[RunTag(k, v) for k, v in cluster.items()])
             state.tracker.end_sweep(status)
     return SweepResult(tracking_uri, state.wait_for_tracker().parent_id, statuses, time.time() - started)
+
+
+def _cluster_tag() -> dict[str, str]:
+    """The Ray cluster's size for the parent run's provenance (sweeps/provenance.py)."""
+    import ray
+
+    from sweeps.provenance import cluster_tag
+
+    return cluster_tag(ray.cluster_resources(), sum(1 for n in ray.nodes() if n.get("Alive")))
 
 
 def _stop_local_ray(options: RunOptions) -> None:

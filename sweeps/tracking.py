@@ -12,6 +12,10 @@ Logging is atomic per step: a flush writes whole steps only (each step's metrics
 mid-flush leaves every step either fully recorded or absent, and the resume (which continues
 after the last ``trial/step``) never logs a key twice at one step.
 
+The parent run carries the provenance (sweeps/provenance.py: git commit and diff, package versions,
+host, Ray cluster) and the resolved spec (``spec/resolved.yaml``); each child its resolved trial
+config (``config/trial.yaml``).
+
 Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
 """
 
@@ -59,6 +63,7 @@ class SweepTracker:
                                          tags={"role": "parent", "sweep": spec.name})
             self.parent_id = run.info.run_id
         self.client.log_artifact(self.parent_id, str(spec.path), "spec")
+        self.record_provenance()
         self.buffers: dict[str, list[Metric]] = {}
         self.last_flush: dict[str, float] = {}
 
@@ -74,6 +79,19 @@ class SweepTracker:
                             "config_hash": r.data.tags.get("config_hash"),
                             "stopped_by": r.data.tags.get("stopped_by")}
         return out
+
+    def record_provenance(self) -> None:
+        """Code version, packages and host on the parent run (sweeps/provenance.py), the diff of an
+        uncommitted checkout and the resolved spec (after overrides, every trial's config) as artifacts.
+        Updated at every (re-)run of the sweep: the tags describe the latest run."""
+        from sweeps.provenance import provenance
+
+        tags, diff = provenance()
+        self.client.log_batch(self.parent_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        if diff.strip():
+            self.client.log_text(self.parent_id, diff, "provenance/git_diff.patch")
+        resolved = {"spec": self.spec.raw, "trials": {t.trial_id: t.config.to_dict() for t in self.spec.trials}}
+        self.client.log_dict(self.parent_id, resolved, "spec/resolved.yaml")
 
     def check_unchanged(self, trials: list[Trial]) -> None:
         """Refuse to continue recorded trials whose resolved config changed (it would mix two runs)."""

@@ -215,3 +215,18 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
     assert names == sorted(f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
                            for ext in ("png", "svg"))
     assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
+
+
+def test_report_footer_shows_the_provenance(known_store, tmp_path):
+    from dashboards.report import report_from_mlflow
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(known_store.uri)
+    parent = client.search_runs([client.get_experiment_by_name(known_store.sweep).experiment_id],
+                                "tags.role = 'parent'")[0].info.run_id
+    client.set_tag(parent, "provenance.git_commit", "0123abc")
+    client.set_tag(parent, "provenance.torch", "2.13.0")
+    paths = report_from_mlflow(known_store.sweep, tracking_uri=known_store.uri, out_dir=tmp_path / "r", log=False)
+    page = paths["html"].read_text()
+    footer = page[page.index("<footer"):]
+    assert "Provenance" in footer and "git_commit</code>: 0123abc" in footer and "torch</code>: 2.13.0" in footer

@@ -59,6 +59,8 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     client = client_for(cwd / "runs")
     runs = children(client, "evalsweep")
+    parent = client.search_runs([client.get_experiment_by_name("evalsweep").experiment_id], "tags.role = 'parent'")[0]
+    assert json.loads(parent.data.tags["provenance.ray_cluster"])["nodes"] == 1  # provenance of the sweep
     assert sorted(runs) == ["grpo.s0", "gspo.s0"]
     for tid, r in runs.items():
         m, rid = r.data.metrics, r.info.run_id

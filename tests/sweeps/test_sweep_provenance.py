@@ -1,0 +1,60 @@
+"""Provenance of a sweep: the parent run records the code version, packages, host and the resolved
+spec (real sqlite MLflow store, the tracker the driver uses). The report's footer:
+tests/dashboards/test_dashboards_report.py."""
+
+from __future__ import annotations
+
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import yaml
+from mlflow.tracking import MlflowClient
+
+from sweeps.provenance import PACKAGES, REPO, cluster_tag, provenance
+from sweeps.spec import load_spec
+from sweeps.tracking import SweepTracker
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_provenance_names_the_checkout_and_the_packages():
+    tags, diff = provenance()
+    assert tags["provenance.git_commit"] == git("rev-parse", "HEAD").strip()
+    assert diff == git("diff", "HEAD") and tags["provenance.git_dirty"] == str(bool(diff.strip())).lower()
+    assert tags["provenance.torch"] == metadata.version("torch") and tags["provenance.mlflow"] == metadata.version("mlflow")
+    assert set(f"provenance.{p}" for p in PACKAGES) <= set(tags)
+    assert tags["provenance.vllm"] in ("not installed", *([metadata.version("vllm")] if _has("vllm") else []))
+
+
+def _has(name: str) -> bool:
+    try:
+        metadata.version(name)
+        return True
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def test_cluster_tag_summarises_the_resources():
+    tag = cluster_tag({"CPU": 16.0, "GPU": 2.0, "memory": 64e9}, 2)
+    assert yaml.safe_load(tag["provenance.ray_cluster"]) == {"nodes": 2, "CPU": 16.0, "GPU": 2.0, "memory_gb": 64.0}
+
+
+def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
+    spec_file = tmp_path / "prov.yaml"
+    spec_file.write_text("name: prov\nseeds: [0, 1]\nvariants: [{algorithm: grpo}, {algorithm: gspo}]\n")
+    spec = load_spec(spec_file, ["base.trainer.steps=7"])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = SweepTracker(spec, uri, tmp_path)
+    client = MlflowClient(uri)
+    tags = client.get_run(tracker.parent_id).data.tags
+    assert tags["provenance.git_commit"] == git("rev-parse", "HEAD").strip()
+    assert tags["provenance.transformers"] == metadata.version("transformers")
+    resolved = yaml.safe_load(Path(client.download_artifacts(tracker.parent_id, "spec/resolved.yaml",
+                                                             str(tmp_path))).read_text())
+    assert sorted(resolved["trials"]) == sorted(t.trial_id for t in spec.trials)
+    assert all(c["trainer"]["steps"] == 7 for c in resolved["trials"].values())  # after the overrides
+    artifacts = {a.path for a in client.list_artifacts(tracker.parent_id, "provenance")}
+    assert ("provenance/git_diff.patch" in artifacts) == (tags["provenance.git_dirty"] == "true")
