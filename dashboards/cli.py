@@ -81,6 +81,7 @@ def report_cmd(
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
     delta_avg: Annotated[Optional[bool], typer.Option("--delta-avg", help="Add Delta Avg over the base row (needs --base).")] = None,
     std: Annotated[Optional[bool], typer.Option("--std", help="Show mean ± std over seeds.")] = None,
+    significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline (Welch's t-test over seeds): auto (>= 3 seeds, default), welch (>= 2), off.")] = None,
     decimals: Annotated[Optional[int], typer.Option(help="Decimals shown (ranking uses them).")] = None,
     scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
     curves: Annotated[Optional[str], typer.Option(help="Comma-separated metric keys for the curves grid.")] = None,
@@ -112,7 +113,7 @@ def report_cmd(
         sweep_name = sweep_name or doc.get("name")
     table = dict(section.get("table") or {})
     for k, v in {"metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base, "baselines": _split(baselines),
-                 "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
+                 "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std, "significance": significance,
                  "decimals": decimals, "scale": scale}.items():
         if v is not None:
             table[k] = v
@@ -156,6 +157,7 @@ def table_cmd(
     avg: Annotated[bool, typer.Option("--avg/--no-avg", help="Show the AVG column.")] = True,
     std: Annotated[bool, typer.Option("--std", help="Show mean ± std over seeds.")] = False,
     seeds: Annotated[bool, typer.Option("--seeds", help="Add a seed-count column n.")] = False,
+    significance: Annotated[str, typer.Option(help="Mark (†) cells differing from the strongest baseline (Welch's t-test over seeds): auto (>= 3 seeds), welch (>= 2), off.")] = "auto",
     decimals: Annotated[int, typer.Option(help="Decimals shown (ranking uses them).")] = 1,
     scale: Annotated[Optional[float], typer.Option(help="Multiply values; default: 100 when every value is in [0, 1] (fractions), else 1 (already percent).")] = None,
     lower_is_better: Annotated[Optional[str], typer.Option(help="Comma-separated columns where lower wins.")] = None,
@@ -190,7 +192,7 @@ def table_cmd(
         cfg = TableConfig(base=base, baselines=_split(baselines) or [],
                           benchmarks=_split(benchmarks) or [str(b) for b in pd.unique(df["benchmark"])],
                           methods=_split(methods), delta_avg=delta_avg, avg=avg, std=std, seeds=seeds,
-                          decimals=decimals, scale=scale, lower_is_better=_split(lower_is_better) or [],
+                          significance=significance, decimals=decimals, scale=scale, lower_is_better=_split(lower_is_better) or [],
                           select_by=select_by)
         text = getattr(build_table(df, cfg), _FORMAT_METHODS[format])()
     except (ValueError, FileNotFoundError) as e:

@@ -54,11 +54,11 @@ MARKDOWN_MARKS = (("baseline", "_{}_"), ("second", "<u>{}</u>"), ("best", "**{}*
 LATEX_MARKS = (("baseline", "\\textit{{{}}}"), ("second", "\\underline{{{}}}"), ("best", "\\textbf{{{}}}"))
 
 
-def _emphasize(text: str, marks: set[str], wrappers: tuple[tuple[str, str], ...]) -> str:
+def _emphasize(text: str, marks: set[str], wrappers: tuple[tuple[str, str], ...], dagger: str = "†") -> str:
     for mark, template in wrappers:
         if mark in marks:
             text = template.format(text)
-    return text
+    return text + dagger if "significant" in marks else text
 
 
 def _header(t: Table) -> list[str]:
@@ -106,7 +106,7 @@ def to_latex(t: Table, caption: str | None = None, label: str | None = None) -> 
                 if text == "—":
                     cells.append("--")
                     continue
-                cells.append(_emphasize(text, c.marks, LATEX_MARKS))
+                cells.append(_emphasize(text, c.marks, LATEX_MARKS, "$^\\dagger$"))
             out.append(" & ".join(cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     body = "\n".join(out)
@@ -139,11 +139,20 @@ def to_html(t: Table) -> str:
                 for mark, tag in (("baseline", "i"), ("second", "u"), ("best", "b")):
                     if mark in c.marks:
                         text = f"<{tag}>{text}</{tag}>"
-                cells.append(f"<td>{text}</td>")
+                if "significant" in c.marks:
+                    text += "<sup>†</sup>"
+                seeds = ", ".join(t.fmt(col, v) for v in c.values)  # the per-seed values behind the mean
+                cells.append(f'<td title="per seed: {esc(seeds)}">{text}</td>' if len(c.values) > 1 else f"<td>{text}</td>")
             out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     if t.footnotes:
         out.append('<p class="footnote">' + "<br>".join(esc(n) for n in t.footnotes) + "</p>")
+    per_seed = [(r, col, r.cells[col].values) for r in t.rows for col in t.columns if len(r.cells[col].values) > 1]
+    if per_seed:  # the values behind each mean (also in each cell's tooltip)
+        lines = [f"{esc(_label(t, r.model) + ': ' if r.model else '')}{esc(_label(t, r.label))}, {esc(_label(t, col))}: "
+                 f"{esc(', '.join(t.fmt(col, v) for v in values))}" for r, col, values in per_seed]
+        out.append('<details class="per-seed"><summary>Per-seed values</summary><p>' + "<br>".join(lines)
+                   + "</p></details>")
     return "\n".join(out) + "\n"
 
 

@@ -80,6 +80,11 @@ class TableConfig:
     """Show 'Delta Avg' = mean improvement over the base row across benchmarks (needs `base`)."""
     lower_is_better: list[str] = field(default_factory=list)
     """Columns (benchmarks, 'AVG', 'Delta Avg') where a lower value ranks first."""
+    significance: str = "auto"
+    """Mark (†) cells that differ from the strongest baseline, Welch's t-test over seeds: 'auto' (when both
+    rows have >= 3 seeds), 'welch' (>= 2 seeds) or 'off' (dashboards/significance.py)."""
+    alpha: float = 0.05
+    """Significance level of that test."""
 
     def validate(self) -> TableConfig:
         """Raise ValueError naming the offending field; return self."""
@@ -111,6 +116,10 @@ class TableConfig:
             bad("delta_avg", "needs a base row: set `base`")
         if self.base is not None and (not isinstance(self.base, str) or not self.base):
             bad("base", f"must be a non-empty string, got {self.base!r}")
+        if self.significance not in ("auto", "welch", "off"):
+            bad("significance", f"must be one of ('auto', 'welch', 'off'), got {self.significance!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
+            bad("alpha", f"must be a number in (0, 1), got {self.alpha!r}")
         return self
 
 
@@ -119,7 +128,8 @@ class Cell:
     mean: float | None = None
     std: float | None = None
     n: int = 0
-    marks: set[str] = field(default_factory=set)  # subset of {"best", "second", "baseline"}
+    marks: set[str] = field(default_factory=set)  # subset of {"best", "second", "baseline", "significant"}
+    values: list[float] = field(default_factory=list)  # the per-seed values behind the mean
 
 
 @dataclass
@@ -311,8 +321,11 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
     missing_bl = [b for b in cfg.baselines if b not in order]
     if missing_bl:
         raise ValueError(f"TableConfig.baselines: unknown {missing_bl}; rows: {', '.join(order)}")
+    from dashboards.significance import mark_significance  # it imports this module
+
     columns = benches + ([AVG] if cfg.avg else []) + ([DELTA] if cfg.delta_avg else [])
     rows: list[Row] = []
+    significance_notes: list[str | None] = []
     for model in dict.fromkeys(list(base_rows["model"]) + list(res["model"])):
         block = [_row(base_rows[base_rows["model"] == model], model, cfg.base, benches, True)] \
             if cfg.base and (base_rows["model"] == model).any() else []
@@ -324,9 +337,10 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
         if cfg.delta_avg:
             _add_delta(block, benches)
         _emphasise(block, columns, cfg)
+        significance_notes.append(mark_significance(block, columns, cfg))
         rows += block
     table = Table(columns, rows, cfg)
-    table.footnotes = _footnotes(chosen, cfg, params)
+    table.footnotes = _footnotes(chosen, cfg, params) + [n for n in significance_notes if n]
     return table
 
 
@@ -336,12 +350,12 @@ def _row(part: pd.DataFrame, model: str, label: str, benches: list[str], is_base
     for b in benches:
         v = pivot[b].dropna() if b in pivot else pd.Series(dtype=float)
         row.cells[b] = Cell(float(v.mean()) if len(v) else None,
-                            float(v.std(ddof=1)) if len(v) > 1 else None, len(v))
+                            float(v.std(ddof=1)) if len(v) > 1 else None, len(v), values=[float(x) for x in v])
     means = [row.cells[b].mean for b in benches]
     complete = pivot.reindex(columns=benches).dropna()
     row.cells[AVG] = Cell(float(np.mean(means)) if benches and None not in means else None,
                           float(complete.mean(axis=1).std(ddof=1)) if len(complete) > 1 else None,
-                          len(complete))
+                          len(complete), values=[float(x) for x in complete.mean(axis=1)])
     row.n = int(pivot.index.nunique())
     return row
 
