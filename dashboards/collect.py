@@ -32,7 +32,8 @@ import pandas as pd
 
 from trainers.suggest import did_you_mean
 
-TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason")
+TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
+              "stopped_by")
 HISTORY_COLUMNS = ["run_id", "trial_id", "method", "config", "seed", "model", "key", "step", "value"]
 RESULT_COLUMNS = ("model", "method", "benchmark", "value")
 OPTIONAL_RESULT_COLUMNS = ("seed", "config")

@@ -465,4 +465,9 @@ def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
         reasons = [f"{r.method} {r.trial_id}" + (f" ({r.failure_reason})" if isinstance(r.failure_reason, str) else "")
                    for r in failed.itertuples()]
         table.footnotes.append(f"Left out: {len(failed)} FAILED trial(s): {'; '.join(reasons)}")
+    stopped = data.trials[data.trials["stopped_by"].fillna("").astype(str).str.startswith("rule ")] \
+        if "stopped_by" in data.trials else data.trials.iloc[:0]
+    if len(stopped):  # ended early by a stop rule: their values are those at the stop
+        which = [f"{r.method} {r.trial_id} ({r.stopped_by})" for r in stopped.itertuples()]
+        table.footnotes.append(f"Stopped early by a stop rule: {'; '.join(which)}")
     return table

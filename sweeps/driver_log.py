@@ -8,7 +8,8 @@ does not use). Everything driver-only (the MLflow client, the rich Live table wi
 signal guard) lives in ``DriverState``, which ``MlflowLogger`` leaves out of its pickled state.
 
 Outcomes, as the runner and the report see them (``state.outcomes``: trial id -> status):
-FINISHED (all steps, or stopped early by the scheduler: tag ``stopped_by=scheduler``), FAILED
+FINISHED (all steps, or stopped early by the scheduler: tag ``stopped_by=scheduler``, or by a stop
+rule: ``stopped_by=rule <name> at step N``), FAILED
 (a crash after its retries, a divergence, a stall; tag ``failure_reason``), KILLED (set by the
 runner when the sweep is interrupted).
 """
@@ -44,6 +45,7 @@ class DriverState:
     failure: BaseException | None = None  # opening the store failed (set by the opener thread)
     outcomes: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # trial id -> why it FAILED
+    stopped: dict[str, str] = field(default_factory=dict)  # trial id -> the stop rule that ended it
     seen_meta: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)  # reported keys not logged (each warned about once)
     scratch: Path | None = None  # where a stalled trial's watchdog leaves its reason (sweeps/trial.py)
@@ -104,6 +106,9 @@ class MlflowLogger(Callback):
                 tracker.log_result(tid, step, logged_metrics(values, s.dropped), timestamp=when)
             if result.get("checkpointed") or result.get("diverged"):
                 tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
+            if result.get("stopped_by"):  # a stop rule ended it (sweeps/stop_rules.py)
+                s.stopped[tid] = result["stopped_by"]
+                tracker.set_tags(tid, {"stopped_by": result["stopped_by"]})
             if result.get("eval"):  # the final checkpoint's evaluation (the spec's eval: section)
                 tracker.log_eval(tid, json.loads(result["eval"]))
         if result.get("diverged"):
@@ -121,7 +126,7 @@ class MlflowLogger(Callback):
                 tracker.end_trial(tid, "FAILED", reason=s.reasons[tid])
                 s.outcomes[tid] = "FAILED"
             else:
-                if tracker.last_step(tid) < s.by_id[tid].config.trainer.steps:
+                if tracker.last_step(tid) < s.by_id[tid].config.trainer.steps and tid not in s.stopped:
                     tracker.set_tags(tid, {"stopped_by": "scheduler"})  # e.g. ASHA ended it early
                 tracker.end_trial(tid, "FINISHED")
                 s.outcomes[tid] = "FINISHED"

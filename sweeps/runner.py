@@ -167,7 +167,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
                 protocol = spec.eval.to_dict() if spec.eval else None
                 payloads = [trial_payload(t, checkpoint_candidates(results_dir, t.trial_id, recorded.last_step(t.trial_id))
                                           if recorded else [], scratch, spec.report_interval_s, spec.stall_timeout_s,
-                                          protocol)
+                                          protocol, spec.stop)
                             for t in pending]
                 tuner = tune.Tuner(
                     tune.with_resources(run_trial, placement.tune_resources),

@@ -19,6 +19,7 @@ A spec (configs/sweeps/*.yaml):
     scheduler: {type: asha, metric: val/avg/acc, mode: max, grace_period: 20}              # optional
     report: {table: {select_by: val/avg/acc, at: final}, curves: [actor/entropy, val/avg/acc]}
     eval: {benchmarks: [aime24, math500], samples: null}  # optional: the papers' protocol on each final checkpoint
+    stop: [{metric: actor/entropy, below: 0.01, for_steps: 20}]  # optional early stops (sweeps/stop_rules.py)
 
 Variant keys: ``algorithm`` (objective name), ``label`` (method name in tables), ``clip``
 ({low, high} -> eps_low/eps_high), any objective parameter (eps_low, gate, mixing, tau_pos, ...),
@@ -52,6 +53,7 @@ from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
 from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
                                   positive_int)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
+from sweeps.stop_rules import StopRuleError, parse_stop_rules
 from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
 from sweeps.trial_ids import cap_id, config_id, id_part
 from trainers.backends import preflight
@@ -62,7 +64,7 @@ __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compo
            "method_label", "resolve_spec_path", "search_trial"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
-             "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval")
+             "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval", "stop")
 TRIAL_SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "seed", "backend", "local", "verl")
 SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "local", "verl")  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -111,6 +113,8 @@ class SweepSpec:
     """A trial that reports no step for this many seconds is ended and retried from its checkpoint (0 = never)."""
     eval: Any = None
     """The `eval:` section (evaluators.eval_config.EvalConfig): evaluate each trial's final checkpoint; None = no."""
+    stop: list = field(default_factory=list)
+    """The `stop:` section: rules that end a trial early (sweeps/stop_rules.py StopRule)."""
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
@@ -372,8 +376,12 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     scheduler = check_scheduler(raw.get("scheduler"), src)
     report = check_report(raw.get("report", {}), src)
     eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd(), trials[0].config.data.eval_files if trials else {})
+    try:
+        stop = parse_stop_rules(raw.get("stop"), src)
+    except StopRuleError as err:
+        raise SpecError(str(err)) from None
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
-                     report_interval_s, stall_timeout_s, eval_cfg)
+                     report_interval_s, stall_timeout_s, eval_cfg, stop)
 
 
 def _seconds(raw: dict, key: str, default: float, src: str) -> float:

@@ -103,10 +103,10 @@ class SweepTracker:
                             "so the recorded runs stay intact")
 
     def finished(self, trial: Trial) -> bool:
-        """FINISHED with every step, or ended early by the scheduler (ASHA): nothing left to run."""
+        """FINISHED with every step, or ended early by the scheduler (ASHA) or a stop rule: nothing left to run."""
         info = self.children.get(trial.trial_id)
         return bool(info and info["status"] == "FINISHED"
-                    and (info["last_step"] >= trial.config.trainer.steps or info.get("stopped_by") == "scheduler"))
+                    and (info["last_step"] >= trial.config.trainer.steps or bool(info.get("stopped_by"))))
 
     def last_step(self, trial_id: str) -> int:
         info = self.children.get(trial_id)

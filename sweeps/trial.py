@@ -19,7 +19,10 @@ base policy (once per base for the sweep, under ``<sweep dir>/base_eval/``, logg
 sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A verl trial with the vllm eval
 backend runs it as a Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
 
-Two ways a trial ends that are not a crash:
+Three ways a trial ends that are not a crash:
+* A stop rule of the spec fires (sweeps/stop_rules.py): the step is sent carrying ``stopped_by`` (the
+  rule and step), the backend is ended by the exception out of its report call, and the trial ends
+  FINISHED; the driver tags the run.
 * ``TrainingDiverged`` from the backend (a non-finite loss or gradient): the trial sends a last
   result carrying ``diverged`` (the reason) and returns, so Tune does not retry it (a retry from
   the last checkpoint would diverge again); the driver marks it FAILED with that reason.
@@ -30,6 +33,7 @@ Two ways a trial ends that are not a crash:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -41,19 +45,21 @@ from pathlib import Path
 
 from evaluators.checkpoints import TRIAL_FILE
 from sweeps.spec import Trial, search_trial
+from sweeps.stop_rules import StopMonitor, StopRule, TrialStopped
 
 STEP_FILE = "STEP"  # written into every checkpoint directory: the step it holds (and TRIAL_FILE: its config)
 
 
 def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_interval_s: float = 1.0,
-                  stall_timeout_s: float = 0.0, eval_protocol: dict | None = None) -> dict:
+                  stall_timeout_s: float = 0.0, eval_protocol: dict | None = None, stop: list | None = None) -> dict:
     """What a Tune trial carries: the resolved config (plain data), the checkpoints to resume from
     (newest first: an unreadable one falls back to the next), how often to report, the stall limit,
-    and the evaluation protocol to run on the final checkpoint (None: none)."""
+    the evaluation protocol to run on the final checkpoint (None: none) and the stop rules."""
     return {"trial_id": trial.trial_id, "config_id": trial.config_id, "method": trial.method, "variant": trial.variant,
             "config": trial.config.to_dict(), "scratch_dir": str(scratch),
             "resume_from": [str(p) for p in resume_from], "report_interval_s": report_interval_s,
-            "stall_timeout_s": stall_timeout_s, "eval": eval_protocol}
+            "stall_timeout_s": stall_timeout_s, "eval": eval_protocol,
+            "stop": [dataclasses.asdict(rule) for rule in stop or []]}
 
 
 def trial_storage_dir(scratch_dir: Path | str, trial_id: str) -> Path:
@@ -209,6 +215,8 @@ def run_trial(config: dict) -> None:
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0),
                          stall_marker(payload["scratch_dir"], payload["trial_id"]))
 
+    monitor = StopMonitor([StopRule(**rule) for rule in payload.get("stop") or []])
+
     def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
         watchdog.beat()
         if "resumed_from" not in meta:  # the first step after (re)start: step 0 is the base evaluation
@@ -216,6 +224,10 @@ def run_trial(config: dict) -> None:
             meta["startup_log"] = " | ".join(startup_log)[-1000:]
         last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
         pending.append({"step": step, "time": time.time(), "metrics": metrics})
+        stopped = monitor.update(step, metrics) if step > 0 else None  # step 0: the base, before any training
+        if stopped:  # this step is sent (with its checkpoint, if any), then the backend is ended
+            send(step, {**metrics, "stopped_by": stopped}, checkpoint_dir)
+            raise TrialStopped(stopped)
         if checkpoint_dir is not None or time.monotonic() - last_sent[0] >= interval:
             send(step, metrics, checkpoint_dir)
 
@@ -233,6 +245,8 @@ def run_trial(config: dict) -> None:
                 evaluations = final_evaluation(payload, cfg, final_ckpt, step, watchdog.beat)
                 tune.report({"step": step, "meta": json.dumps(meta), "checkpointed": False, "steps": "[]",
                              "eval": json.dumps(evaluations)})
+    except TrialStopped:  # a stop rule fired: the trial ends FINISHED (the driver tags it stopped_by)
+        pass
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
         last = pending[-1] if pending else {"step": err.step, "metrics": {}}
         send(last["step"], {**last["metrics"], "diverged": str(err)}, None)
