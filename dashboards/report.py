@@ -9,7 +9,8 @@
 it opens offline, ~5 MB). Beside it: table.md, table.tex, table.csv, and figure PNG/SVG files when
 "png"/"svg" are in `formats` and kaleido is installed (otherwise a note is printed and they are
 skipped). With `log_to_run` (report_from_mlflow: the parent run), every file is logged as an
-artifact under `report/`.
+artifact under `report/`, and the run's description (tag `mlflow.note.content`, Markdown in the
+MLflow UI) becomes the paper table and what the sweep was (`run_note`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import dataclasses
 import datetime as dt
 import html
 import importlib.util
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,8 @@ from dashboards.tables import TableConfig, table_from_sweep, with_declared_bench
 from trainers.suggest import did_you_mean
 
 FORMATS = ("html", "md", "latex", "csv", "png", "svg")
+NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI
+MAX_NOTE = 8000  # MLflow's limit on a run tag's value
 DEFAULT_CURVES = ["actor/entropy", "response_length/mean", "val/avg/acc"]
 
 
@@ -176,7 +180,43 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         client = MlflowClient(tracking_uri or data.tracking_uri)
         for p in paths.values():
             client.log_artifact(log_to_run, str(p), artifact_path="report" if p.parent == out else "report/figures")
+        spec_file = client.get_run(log_to_run).data.tags.get("spec_file")
+        client.set_tag(log_to_run, NOTE_TAG, run_note(data, table, cfg, spec_file, "html" in paths))
     return paths
+
+
+def run_note(data: SweepData, table, cfg: ReportConfig, spec_file: str | None = None, html_report: bool = True) -> str:
+    """The report's run description (Markdown): what the sweep was, the paper table, how to read it."""
+    t = data.trials
+
+    def listed(col: str) -> str:
+        values = [str(v) for v in dict.fromkeys(t[col]) if v is not None and str(v) != "nan"] if col in t else []
+        if col == "seed" and all(v.lstrip("-").isdigit() for v in values):
+            values = [str(v) for v in sorted(map(int, values))]
+        return ", ".join(values) or "none"
+
+    status = t["status"].value_counts().to_dict() if "status" in t else {}
+    what = [f"spec `{spec_file}`" if spec_file else None,
+            f"{len(t)} trials ({', '.join(f'{k} {v}' for k, v in status.items())})" if len(t) else "no trials yet",
+            f"methods: {listed('method')}", f"seeds: {listed('seed')}", f"models: {listed('model')}"]
+    head = [f"**Sweep `{data.sweep}`**: " + "; ".join(w for w in what if w), ""]
+    tail = ["", _values_line(cfg.table, "Bold: best; italic: strongest baseline."),  # the UI drops <u>
+            "", (f"Full report (curves, LaTeX, CSV): artifacts `report/`{', open `report/report.html`' if html_report else ''}. "
+                 f"Written {dt.datetime.now().isoformat(timespec='seconds')}.")]
+    body = [re.sub(r"</?u>", "", ln) for ln in table.to_markdown().splitlines()] if table.rows \
+        else [f"No table yet: no {cfg.table.metric} values logged."]
+    note, keep = "\n".join(head + body + tail) + "\n", len(body)
+    cut = ["", "(table cut to fit the description: the whole table is in the report, `report/`)"]
+    while len(note) > MAX_NOTE and keep > 2:  # a very large table: its first rows, the rest in report/
+        keep -= 1
+        note = "\n".join(head + body[:keep] + cut + tail) + "\n"
+    return note[:MAX_NOTE]
+
+
+def _values_line(tc: TableConfig, marks: str = "Bold: best; underlined: second; italic: strongest baseline.") -> str:
+    return (f"Values: {tc.metric} at the {tc.at} step"
+            + (f" (best by {tc.select_by}, {tc.mode})" if tc.at == "best" else "")
+            + f", mean over seeds, x{tc.scale:g}. {marks}")
 
 
 def _export_images(figures, out: Path, formats, paths) -> list[str]:
@@ -208,10 +248,7 @@ def _page(title: str, data: SweepData, table, sections: list[str], notes: list[s
             f"models: {', '.join(map(str, dict.fromkeys(t['model'])))}; status: "
             f"{', '.join(f'{k} {v}' for k, v in status.items())}; generated "
             f"{dt.datetime.now().isoformat(timespec='seconds')}")
-    tc = cfg.table
-    how = (f"Values: {tc.metric} at the {tc.at} step"
-           + (f" (best by {tc.select_by}, {tc.mode})" if tc.at == "best" else "")
-           + f", mean over seeds, x{tc.scale:g}. Bold: best; underlined: second; italic: strongest baseline.")
+    how = _values_line(cfg.table)
     notes_html = "".join(f'<p class="note">{html.escape(n)}</p>' for n in notes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

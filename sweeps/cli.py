@@ -7,6 +7,7 @@
     sweep resume dhpo_vs_baselines.yaml                  # = run again: finished trials are skipped
     sweep status dhpo_vs_baselines                       # trials and their MLflow state
     sweep ui                                             # MLflow UI on 127.0.0.1 for runs/mlflow.db
+    sweep ui dhpo_vs_baselines --open                    # ... and the sweep's runs, ready to compare
     sweep ls-objectives
     sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (eval_cmd.py)
 """
@@ -198,18 +199,80 @@ def status(
 
 @app.command()
 def ui(
+    sweep: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name: print (and --open) its runs page.")] = None,
     run_dir: RunDir = Path("runs"),
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
     tracking_uri: TrackingUri = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a web browser once the server answers.")] = False,
 ) -> None:
-    """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop)."""
+    """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop).
+
+    With SWEEP: the URL of the sweep's trial runs, flat, with method, seed and the key metrics as
+    columns (the experiment's "Sweep trials" view), and of its parent run (description: the paper table).
+    """
+    import signal
+
     from dashboards.collect import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri, run_dir)
+    server = url = f"http://127.0.0.1:{port}"
+    parent = None
+    if sweep:
+        url, parent = _sweep_urls(uri, sweep, server)
     artifacts = (run_dir / "mlartifacts").resolve()
-    console.print(f"MLflow UI for {uri} at http://127.0.0.1:{port}")
-    subprocess.run([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
-                    "--port", str(port), "--workers", "1", "--artifacts-destination", str(artifacts)], check=False)
+    typer.echo(f"MLflow UI for {uri} at {server}")
+    if sweep:
+        typer.echo(f"runs of {sweep}: {url}")
+        if parent:
+            typer.echo(f"parent run (report): {parent}")
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
+           "--port", str(port), "--workers", "1", "--artifacts-destination", str(artifacts)]
+    with subprocess.Popen(cmd) as proc:
+        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())  # `kill` of sweep ui stops the server too
+        try:
+            if open_browser:
+                import threading
+                threading.Thread(target=_open_when_up, args=(proc, server, url), daemon=True).start()
+            proc.wait()
+        except KeyboardInterrupt:  # the server got the Ctrl-C too
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+
+
+def _sweep_urls(uri: str, sweep: str, server: str) -> tuple[str, str | None]:
+    """The pages of the sweep's trial runs and of its parent run; unknown name: exit 2 with the known ones."""
+    from mlflow.tracking import MlflowClient
+
+    from sweeps.tracking import run_page_url, runs_page_url
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(sweep)
+    if exp is None or exp.lifecycle_stage != "active":
+        known = sorted(e.name for e in client.search_experiments() if e.experiment_id != "0")
+        err_console.print(f"error: no sweep {sweep!r} in {uri}; known: {', '.join(known) or 'none'}", markup=False,
+                          highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
+                                 order_by=["attributes.start_time DESC"])
+    parent = run_page_url(server, exp.experiment_id, parents[0].info.run_id) if parents else None
+    return runs_page_url(server, exp.experiment_id, exp.tags), parent
+
+
+def _open_when_up(proc: subprocess.Popen, server: str, url: str, timeout: float = 300.0) -> None:
+    import time
+    import urllib.request
+    import webbrowser
+
+    end = time.time() + timeout
+    while proc.poll() is None and time.time() < end:
+        try:
+            with urllib.request.urlopen(f"{server}/health", timeout=5):
+                webbrowser.open(url)
+                return
+        except OSError:
+            time.sleep(0.5)
 
 
 @app.command("ls-objectives")

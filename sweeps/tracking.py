@@ -1,6 +1,6 @@
 """MLflow tracking for a sweep; the driver is the only writer.
 
-Layout: experiment = sweep name; one parent run per sweep (tags role=parent, sweep); one nested
+Layout: experiment = sweep name; one parent run per sweep (tags role=parent, sweep, spec_file); one nested
 child run per trial (run name = trial id; params = flattened resolved config; tags trial_id,
 config, method, algorithm, variant, seed, model, backend, role=trial). Metrics arrive through
 Ray Tune results and are written in batches (``log_batch``). Re-running a sweep reuses the
@@ -17,25 +17,93 @@ host, Ray cluster) and the resolved spec (``spec/resolved.yaml``); each child it
 config (``config/trial.yaml``).
 
 Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
+
+Ready to compare in the MLflow UI (``sweep ui NAME``; MLflow 3.17's web app, read from its bundle):
+the experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training). The
+3.17 UI does not open on that tag alone: the experiment page's landing tab follows the app-wide
+"workflow type" (GenAI or Model training: the URL's ``workflowType`` parameter, else the browser's
+stored choice, GenAI by default), so the URLs from ``runs_page_url`` carry
+``workflowType=machine_learning``. Children are nested under the parent (collapsed) and the table
+shows no param/metric/tag column until chosen; so the experiment also carries a saved view
+("Views" menu; experiment tag ``mlflow.sharedViewState.sweep-trials``, opened by the URL's
+``viewStateShareKey``): trial runs only (``tags.role = 'trial'``) sorted by run name (the UI nests
+children only when sorted by creation time), with the columns method, seed and the key metrics.
+Both tags are (re)written whenever the sweep runs.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from sweeps.spec import SpecError, SweepSpec, Trial, _flatten
-from trainers.metrics import TRIAL_STEP
+from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
+from trainers.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
+KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
+VIEW_ID = "sweep-trials"  # the experiment's saved view of the trial runs
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"  # where the MLflow UI keeps a saved view (experiment tag)
+VIEW_NAME = "Sweep trials"
+TRIALS_FILTER = "tags.role = 'trial'"
+BY_RUN_NAME = "tags.`mlflow.runName`"  # the UI's sort key of the Run Name column
 
 
 def default_tracking_uri(run_dir: Path) -> str:
     return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def key_metrics(spec: SweepSpec) -> list[str]:
+    """The metric columns of the trials view: accuracy per benchmark and average, the checkpoint
+    evaluation's Avg@k (with an eval: section), reward, entropy, response length, last step."""
+    benchmarks = dict.fromkeys(b for t in spec.trials for b in t.config.data.benchmarks)
+    keys = [val_key(b) for b in benchmarks] + [VAL_AVG]
+    if spec.eval is not None:
+        keys += [eval_key(b, "avg_at_k") for b in spec.eval.benchmarks] + [EVAL_AVG]
+    return list(dict.fromkeys(keys + list(PROGRESS) + [TRIAL_STEP]))
+
+
+def trials_view_state(spec: SweepSpec) -> dict:
+    """The saved view's state, in the MLflow UI's format (search facets + runs-table UI state)."""
+    columns = [f"tags.`{t}`" for t in ("method", "seed")] + [f"metrics.`{k}`" for k in key_metrics(spec)]
+    return {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
+            "selectedColumns": columns, "columnOrder": columns,  # in this order (else: by type, then name)
+            "runsHiddenMode": "SHOW_ALL"}  # every trial in the charts (default: the first 10)
+
+
+def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> dict[str, str]:
+    """The experiment's tags for the UI: model-training kind and the trials view (its creation time kept)."""
+    now = int(time.time() * 1000)
+    try:
+        created = int(json.loads((existing or {})[VIEW_TAG])["createdAt"])
+    except (KeyError, TypeError, ValueError):
+        created = now
+    view = {"name": VIEW_NAME, "createdAt": created, "updatedAt": now,
+            "state": json.dumps(trials_view_state(spec), separators=(",", ":"))}
+    return {KIND_TAG: MODEL_TRAINING, VIEW_TAG: json.dumps(view, separators=(",", ":"))}
+
+
+def runs_page_url(server: str, experiment_id: str, tags: dict[str, str] | None = None) -> str:
+    """The MLflow UI page of a sweep's trial runs: the saved trials view when the experiment has it
+    (sweeps recorded before it was introduced: the same filter and sort, default columns)."""
+    query = {"viewStateShareKey": VIEW_ID} if VIEW_TAG in (tags or {}) else \
+        {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": "true"}
+    query["workflowType"] = "machine_learning"  # the "Model training" side of the UI (landing tab: runs)
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?{urlencode(query)}"
+
+
+def run_page_url(server: str, experiment_id: str, run_id: str) -> str:
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
+
+
+def _spec_file(path: Path) -> str:
+    p = Path(path).resolve()
+    return str(p.relative_to(REPO_ROOT)) if p.is_relative_to(REPO_ROOT) else str(p)
 
 
 class SweepTracker:
@@ -48,7 +116,8 @@ class SweepTracker:
         exp = self.client.get_experiment_by_name(spec.name)
         if exp is None:
             artifacts = (run_dir / "mlartifacts").resolve().as_uri() if tracking_uri.startswith("sqlite") else None
-            self.experiment_id = self.client.create_experiment(spec.name, artifact_location=artifacts)
+            self.experiment_id = self.client.create_experiment(spec.name, artifact_location=artifacts,
+                                                               tags=experiment_tags(spec))
         else:
             self.experiment_id = exp.experiment_id
         parents = self.client.search_runs([self.experiment_id], "tags.role = 'parent'", max_results=1,
@@ -56,12 +125,16 @@ class SweepTracker:
         self.parent_id = parents[0].info.run_id if parents else None
         self.children = self._existing_children() if parents else {}  # trial_id -> run info dict
         self.check_unchanged(spec.trials)  # before anything recorded is touched
+        if exp is not None:  # recorded before: the UI tags of this spec (columns may have changed)
+            for k, v in experiment_tags(spec, exp.tags).items():
+                self.client.set_experiment_tag(self.experiment_id, k, v)
         if self.parent_id:
             self.client.update_run(self.parent_id, status="RUNNING")
         else:
             run = self.client.create_run(self.experiment_id, run_name=spec.name,
                                          tags={"role": "parent", "sweep": spec.name})
             self.parent_id = run.info.run_id
+        self.client.set_tag(self.parent_id, "spec_file", _spec_file(spec.path))  # named by the run's description
         self.client.log_artifact(self.parent_id, str(spec.path), "spec")
         self.record_provenance()
         self.buffers: dict[str, list[Metric]] = {}
