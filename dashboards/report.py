@@ -29,7 +29,8 @@ from plotly.offline import get_plotlyjs
 
 from dashboards import curves as cv
 from dashboards.collect import SweepData, collect
-from dashboards.tables import TableConfig, table_from_sweep, with_declared_benchmarks
+from dashboards.sweep_tables import table_from_sweep, with_declared_benchmarks
+from dashboards.tables import TableConfig
 from trainers.suggest import did_you_mean
 
 FORMATS = ("html", "md", "latex", "csv", "png", "svg")

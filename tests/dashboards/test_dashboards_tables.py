@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from dashboards_store import BENCH, MODELS
 
-from dashboards.tables import AVG, DELTA, TableConfig, build_table, table_from_sweep
+from dashboards.sweep_tables import table_from_sweep
+from dashboards.tables import AVG, DELTA, TableConfig, build_table
 
 
 def _expected(truth: pd.DataFrame, model: str, config: str, step: int | None, bench: str) -> float:

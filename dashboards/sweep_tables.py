@@ -1,0 +1,140 @@
+"""Paper tables from a recorded sweep: per-trial values out of its metric history, benchmark order.
+
+    from dashboards.sweep_tables import table_from_sweep
+    table = table_from_sweep(collect("my_sweep"), TableConfig(base="Base"))
+
+`results_from_history` turns the history (dashboards/collect.py) into the long results frame that
+dashboards/tables.py `build_table` takes: each trial's value at its final step or at its best
+`select_by` step, the base row from step-0 values; `table_from_sweep` also orders the benchmark
+columns as the trials declared them and footnotes FAILED and early-stopped trials.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from dashboards.tables import AVG, Table, TableConfig, build_table
+from evaluators.eval_config import PAPER_BENCHMARKS
+
+
+def _bench_pattern(metric: str) -> re.Pattern:
+    a, b = metric.split("{benchmark}", 1)
+    return re.compile(f"^{re.escape(a)}([^/]+){re.escape(b)}$")
+
+
+def _benchmark_of_keys(history: pd.DataFrame, metric: str) -> dict[str, str]:
+    """{key: benchmark} of the history's keys that match `metric` (e.g. val/{benchmark}/acc), avg excluded."""
+    pat = _bench_pattern(metric)
+    return {k: m.group(1) for k in pd.unique(history["key"]) if (m := pat.match(str(k))) and m.group(1) != "avg"}
+
+
+def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-trial values from a sweep's history: (results, scores).
+
+    results: long (model, method, config, seed, benchmark, value), plus the base row's step-0
+    values when `cfg.base` is set (method = config = cfg.base, one sample per trial).
+    scores: (model, method, config, seed, score) = `select_by` at the chosen step, for picking
+    the best config per method.
+    """
+    cfg.validate()
+    bench_of = _benchmark_of_keys(history, cfg.metric)
+    wanted = set(cfg.benchmarks) if cfg.benchmarks else set(bench_of.values())
+    bench_of = {k: b for k, b in bench_of.items() if b in wanted}
+    sel = cfg.select_by
+    sel_key = cfg.metric.format(benchmark=sel) if sel and sel in wanted else sel
+    h = history[history["key"].isin(set(bench_of) | {sel_key})]
+    meta = ["run_id", "model", "method", "config", "seed"]
+    runs = h.drop_duplicates("run_id")[meta].copy()
+    runs["seed"] = runs["seed"].astype(object).where(runs["seed"].notna(), runs["run_id"])
+    runs["_order"] = range(len(runs))  # keep the history's (= trials') order for the rows
+    wide = h.pivot_table(index=["run_id", "step"], columns="key", values="value", aggfunc="last",
+                         observed=True)
+    wide = wide.reset_index().merge(runs, on="run_id")
+    if sel == AVG:
+        sel_key = "__avg__"
+        wide[sel_key] = wide[[k for k in bench_of if k in wide]].mean(axis=1, skipna=False)
+    if cfg.at == "final":
+        picked = wide.sort_values("step").groupby("run_id", sort=False, observed=True).last()  # last non-null per column
+        picked = picked.reset_index()
+    else:
+        if sel_key not in wide:
+            raise ValueError(f"TableConfig.select_by: metric {sel!r} was not logged; "
+                             f"logged keys: {', '.join(sorted(map(str, pd.unique(history['key']))))}")
+        cand = wide.dropna(subset=[sel_key])
+        trained = cand[cand["step"] > 0]
+        cand = pd.concat([trained, cand[~cand["run_id"].isin(trained["run_id"])]])
+        cand = cand.sort_values(["run_id", "step"])
+        idx = (cand.groupby("run_id", observed=True)[sel_key].idxmax() if cfg.mode == "max"
+               else cand.groupby("run_id", observed=True)[sel_key].idxmin())
+        picked = cand.loc[idx.values]
+    picked = picked.sort_values("_order", kind="stable")
+    cols = [k for k in bench_of if k in picked]
+    results = picked.melt(id_vars=meta, value_vars=cols, var_name="key", value_name="value")
+    results["benchmark"] = results["key"].map(bench_of)
+    results = results.drop(columns=["key", "run_id"])
+    scores = picked[meta[1:]].copy()
+    scores["score"] = picked[sel_key] if sel_key in picked else np.nan
+    if cfg.base:
+        step0 = h[(h["step"] == 0) & h["key"].isin(bench_of)]
+        base = pd.DataFrame({"model": step0["model"].values, "method": cfg.base, "config": cfg.base,
+                             "seed": step0["run_id"].values,  # one sample per trial
+                             "benchmark": step0["key"].map(bench_of).values, "value": step0["value"].values})
+        results = pd.concat([base, results], ignore_index=True)
+    return results, scores
+
+
+BENCHMARKS_PARAM = "params.data.benchmarks"
+"""The trials' configured benchmark list (built-in trainer), e.g. "['easy', 'medium', 'hard']"."""
+
+
+def declared_benchmark_order(trials: pd.DataFrame) -> list[str]:
+    """Benchmarks in the order the trials' configs list them (first appearance across trials), from
+    the ``data.benchmarks`` param; [] when no trial has a readable one."""
+    names: list[str] = []
+    for raw in trials.get(BENCHMARKS_PARAM, pd.Series(dtype=object)).dropna().unique():
+        try:
+            listed = ast.literal_eval(str(raw))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(listed, (list, tuple)):
+            names += [str(n) for n in listed]
+    return list(dict.fromkeys(names))
+
+
+def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
+    """cfg, or without `benchmarks` set: the benchmarks logged (cfg.metric keys) in the trials'
+    configured order, then any others (the papers' benchmarks in DHPO Table 1 order, the rest
+    sorted). Unchanged when the trials declare none."""
+    declared = declared_benchmark_order(data.trials)
+    if cfg.benchmarks is not None or not declared:
+        return cfg
+    logged = set(_benchmark_of_keys(data.history, cfg.metric).values())
+    order = [b for b in declared if b in logged]
+    paper = {name: i for i, name in enumerate(PAPER_BENCHMARKS)}  # eval/ metrics: DHPO Table 1's order first
+    rest = sorted(logged - set(order), key=lambda b: (paper.get(b, len(paper)), b))
+    return replace(cfg, benchmarks=(order + rest) or None)
+
+
+def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
+    """Table straight from `collect(...)` output (a SweepData); benchmark columns as in
+    `with_declared_benchmarks`."""
+    cfg = with_declared_benchmarks(data, (cfg or TableConfig()).validate())
+    failed = data.trials[data.trials["status"].eq("FAILED")] if "status" in data.trials else data.trials.iloc[:0]
+    history = data.history[~data.history["run_id"].isin(set(failed["run_id"]))] if len(failed) else data.history
+    results, scores = results_from_history(history, cfg)
+    table = build_table(results, cfg, scores=scores, params=data.trials)
+    if len(failed):  # a failed trial (crash, divergence, stall) never enters a mean
+        reasons = [f"{r.method} {r.trial_id}" + (f" ({r.failure_reason})" if isinstance(r.failure_reason, str) else "")
+                   for r in failed.itertuples()]
+        table.footnotes.append(f"Left out: {len(failed)} FAILED trial(s): {'; '.join(reasons)}")
+    stopped = data.trials[data.trials["stopped_by"].fillna("").astype(str).str.startswith("rule ")] \
+        if "stopped_by" in data.trials else data.trials.iloc[:0]
+    if len(stopped):  # ended early by a stop rule: their values are those at the stop
+        which = [f"{r.method} {r.trial_id} ({r.stopped_by})" for r in stopped.itertuples()]
+        table.footnotes.append(f"Stopped early by a stop rule: {'; '.join(which)}")
+    return table
