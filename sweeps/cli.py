@@ -36,6 +36,7 @@ err_console = Console(stderr=True)  # errors and interrupts go to stderr; tables
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
                    "base.trainer.group_size=4", "seeds=[0]"]
+SMOKE_RESPONSES = 16  # responses per smoke step (4 prompts x 4): updates_per_rollout must divide it
 # --smoke of a verl spec also shrinks each trial to one node x one GPU (logical on the CPU platform),
 # micro-batches to the whole per-GPU mini-batch, and responses to 64 tokens
 VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "base.verl.micro_batch_size_per_gpu=null",
@@ -61,6 +62,10 @@ def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
             if any(t.config.backend == "verl" for t in full.trials):
                 gpus = ["resources.gpus=1"] if full.resources.gpus else []
                 all_overrides = SMOKE_OVERRIDES + VERL_SMOKE_OVERRIDES + gpus + spec_overrides + base_overrides
+            if any(SMOKE_RESPONSES % t.config.trainer.updates_per_rollout for t in full.trials):
+                # a stale-policy spec (objective_dynamics: 32 updates per rollout): as stale as 16 responses allow
+                all_overrides = all_overrides[:len(SMOKE_OVERRIDES)] + [
+                    f"base.trainer.updates_per_rollout={SMOKE_RESPONSES}"] + all_overrides[len(SMOKE_OVERRIDES):]
         loaded = load_spec(spec, all_overrides)
         if smoke:  # its own experiment: smoke trials never mix with the real ones
             loaded.name = f"{loaded.name}_smoke"
