@@ -8,7 +8,8 @@ baseline row (the baseline with the best AVG, set in italics), at level ``cfg.al
 tested only when both rows have at least ``min_seeds`` values: 3 under ``significance: auto`` (the
 report default), 2 under ``significance: welch``; ``off`` never marks. Two constant groups with
 different means count as different (p = 0); identical constant groups do not. Marked cells get a
-dagger (†) and the footnote names the test, the level, the baseline and the seed counts. No
+dagger (†) and the footnote names the test, the level, the baseline and the seed counts (or says
+that no cell differs). No
 multiple-comparison correction: each cell is one test, as a reader comparing two numbers would do.
 """
 
@@ -48,7 +49,7 @@ def mark_significance(block: list[Row], columns: list[str], cfg: TableConfig) ->
     if strongest is None:
         return None
     need = MIN_SEEDS[cfg.significance]
-    tested, counts = 0, set()
+    tested, marked, counts = 0, 0, set()
     for row in block:
         if row.is_base or row is strongest:
             continue
@@ -63,9 +64,11 @@ def mark_significance(block: list[Row], columns: list[str], cfg: TableConfig) ->
             p = welch_p(mine, theirs)
             if p is not None and p < cfg.alpha:
                 row.cells[col].marks.add("significant")
+                marked += 1
     if not tested:
         return None
     n = ", ".join(f"{a} vs {b}" for a, b in sorted(counts))
     where = f"{strongest.model}: " if strongest.model else ""
-    return (f"{where}† differs from the strongest baseline {strongest.label} at p < {cfg.alpha:g} (Welch's two-sided "
+    what = "† differs" if marked else "no cell differs"
+    return (f"{where}{what} from the strongest baseline {strongest.label} at p < {cfg.alpha:g} (Welch's two-sided "
             f"t-test over seeds, n = {n} seeds; no multiple-comparison correction)")

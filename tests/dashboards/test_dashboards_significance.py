@@ -58,6 +58,11 @@ def test_auto_needs_three_seeds_welch_two_off_none():
     assert "†" not in build_table(two, TableConfig(baselines=["GRPO"])).to_markdown()
     assert "†" in build_table(two, TableConfig(baselines=["GRPO"], significance="welch")).to_markdown()
     assert "†" not in build_table(results(3), TableConfig(baselines=["GRPO"], significance="off")).to_markdown()
+    same = results(3)
+    same = same[same["method"] != "DHPO-E"]  # GSPO alone vs GRPO: within noise
+    table = build_table(same, TableConfig(baselines=["GRPO"]))
+    assert "†" not in table.to_markdown().split("\n\n")[0]
+    assert any(n.startswith("m: no cell differs from the strongest baseline GRPO") for n in table.footnotes)
     assert "†" not in build_table(results(3), TableConfig()).to_markdown()  # no baselines: nothing to compare with
     with pytest.raises(ValueError, match="TableConfig.significance"):
         TableConfig(significance="bootstrap").validate()
