@@ -94,12 +94,6 @@ def finished_benchmarks(results_dir: Path, names: list[str]) -> dict[str, dict[s
     return done
 
 
-def resolve_device(device: str) -> str:
-    import torch
-
-    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-
-
 def make_generator(model_dir: Path, cfg: EvalConfig, chat: bool):
     from evaluators.generation import make_generator as build
 
@@ -107,18 +101,11 @@ def make_generator(model_dir: Path, cfg: EvalConfig, chat: bool):
         return build("vllm", model_dir, tensor_parallel_size=cfg.tensor_parallel_size, chat_template=chat,
                      gpu_memory_utilization=cfg.gpu_memory_utilization, seed=cfg.seed,
                      dtype="bfloat16" if cfg.dtype == "auto" else cfg.dtype)
-    device = resolve_device(cfg.device)
+    from trainers.local.model import resolve_device
+
+    device = resolve_device(cfg.device).type  # a clear error for 'cuda' without CUDA
     dtype = ("bfloat16" if device == "cuda" else "float32") if cfg.dtype == "auto" else cfg.dtype
     return build("hf", model_dir, device=device, dtype=dtype, batch_size=cfg.batch_size, chat_template=chat)
-
-
-def has_chat_template(model_dir: Path) -> bool:
-    """Whether the model directory's tokenizer carries a chat template."""
-    model_dir = Path(model_dir)
-    if (model_dir / "chat_template.jinja").is_file() or (model_dir / "chat_template.json").is_file():
-        return True
-    config = model_dir / "tokenizer_config.json"
-    return config.is_file() and bool(json.loads(config.read_text()).get("chat_template"))
 
 
 def max_positions(model_dir: Path) -> int | None:
@@ -127,18 +114,20 @@ def max_positions(model_dir: Path) -> int | None:
 
 
 def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[str], None] = print,
-                        progress: Callable[[str, int, int], Callable[[int], None]] | None = None
+                        progress: Callable[[str, int, int], Callable[[int], None]] | None = None,
+                        problems: dict[str, tuple[list[Problem], int]] | None = None
                         ) -> tuple[dict[str, float], list[Path]]:
     """Evaluate `target` on every benchmark of `cfg` not already finished in its results dir.
 
     Returns (metrics of every benchmark of cfg, result files); `progress(benchmark, problems, k)`
-    returns the per-benchmark callback the generator advances by finished problems.
+    returns the per-benchmark callback the generator advances by finished problems. `problems`:
+    load_problems(cfg) already done by the caller (one read for many targets), else read here.
     """
     from evaluators.checkpoints import materialize
-    from evaluators.generation import SamplingParams
+    from evaluators.generation import SamplingParams, dir_has_chat_template
     from evaluators.scoring import evaluate_benchmark
 
-    problems = load_problems(cfg, log)
+    problems = problems if problems is not None else load_problems(cfg, log)
     results_dir = Path(target.eval_dir) / cfg.protocol_hash()
     results_dir.mkdir(parents=True, exist_ok=True)
     _write_atomic(results_dir / "protocol.json", json.dumps(cfg.to_dict(), indent=1, sort_keys=True))
@@ -146,7 +135,7 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
     pending = [b for b in cfg.benchmarks if b not in done]
     if pending:
         model_dir = materialize(target.checkpoint, target.eval_dir, target.trial_config, log)
-        chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and has_chat_template(model_dir))
+        chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and dir_has_chat_template(model_dir))
         generator = make_generator(model_dir, cfg, chat)
         limit = max_positions(model_dir)
         try:

@@ -113,7 +113,9 @@ def apply_template(tokenizer, messages: list[dict[str, str]]) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def _dir_has_chat_template(path: Path) -> bool:
+def dir_has_chat_template(path: Path) -> bool:
+    """Whether a model directory's tokenizer carries a chat template (file or tokenizer_config key)."""
+    path = Path(path)
     if (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file():
         return True
     config = path / "tokenizer_config.json"
@@ -154,7 +156,7 @@ class HFGenerator:
         has none) the directory's transformers tokenizer, loaded once, when the directory has one."""
         if has_chat_template(self.tokenizer):
             return self.tokenizer
-        if self._template_tokenizer is None and self._model_dir is not None and _dir_has_chat_template(self._model_dir):
+        if self._template_tokenizer is None and self._model_dir is not None and dir_has_chat_template(self._model_dir):
             from transformers import AutoTokenizer
 
             self._template_tokenizer = AutoTokenizer.from_pretrained(self._model_dir, local_files_only=True)

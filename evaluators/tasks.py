@@ -65,7 +65,7 @@ class Problem:
     prompt: str
     """What the policy is conditioned on, e.g. 'Q: 12+7*3=?'."""
     answer: str
-    """Gold answer string compared by evaluators.rewards.answer_reward, e.g. '33'."""
+    """Gold answer string compared by evaluators.verifier.verify_answer, e.g. '33'."""
     solution: str = ""
     """A reference response in the exact response format ('' when a loaded file has none)."""
     benchmark: str = ""

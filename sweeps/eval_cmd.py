@@ -117,6 +117,9 @@ def eval_cmd(
     from sweeps.spec import SpecError
     from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
     options = _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format,
                        data_dir, files, limit, seed, batch_size, device, dtype, tp, base)
     run_dir = run_dir.resolve()
@@ -125,14 +128,11 @@ def eval_cmd(
     try:
         resolved = resolve(target, client, run_dir, sweep=sweep)
         cfg = effective_config(resolved.spec_eval, options, smoke)
-        load_problems(cfg)  # every file now: a missing one fails before any model is loaded
+        problems = load_problems(cfg, say)  # every file once, now: a missing one fails before any model is loaded
     except (TargetError, SpecError, EvalConfigError, FileNotFoundError, ValueError) as err:
         raise _fail(str(err))
     for reason in resolved.skipped or []:
         err_console.print(f"skipped: {reason}", markup=False, highlight=False)
-
-    def say(line: str) -> None:
-        console.print(line, markup=False, highlight=False)
 
     jobs = [(t, evaluate_checkpoint) for t in resolved.targets]
     if cfg.base and resolved.sweep:  # each trial's base policy, shared by the trials of that base
@@ -158,7 +158,7 @@ def eval_cmd(
                         task = _bars.add_task(f"{_label} {name} (x{k})", total=n)
                         return lambda done: _bars.advance(task, done)
 
-                    metrics, result_files = evaluate(t, cfg, progress=progress, log=say)
+                    metrics, result_files = evaluate(t, cfg, progress=progress, log=say, problems=problems)
                 run_id = t.run_id or eval_run_for(client, t)
                 logged = log_eval(client, run_id, t.step, metrics, result_files, cfg.protocol_hash())
                 console.print(_summary(f"{t.label} (step {t.step})", metrics, cfg))
