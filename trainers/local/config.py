@@ -41,6 +41,8 @@ class LocalConfig:
     """Tiny model: key/value heads (grouped-query attention as in Qwen3)."""
     intermediate_size: int = 192
     """Tiny model: MLP width."""
+    tokenizer: str = "char"
+    """Tiny model: 'char' (one token per character) or 'char_tags' (<think>, </think>, <answer>, </answer> one token each)."""
     device: str = "cpu"
     """'cpu', 'cuda' or 'auto' (cuda when available)."""
     dtype: str = "float32"
@@ -57,6 +59,7 @@ def validate_local_section(cfg, source: str) -> None:
 
     m, w = cfg.local, cfg.local.warm_start
     require(m.device in ("cpu", "cuda", "auto"), source, "local.device", "'cpu', 'cuda' or 'auto'", m.device)
+    require(m.tokenizer in ("char", "char_tags"), source, "local.tokenizer", "'char' or 'char_tags'", m.tokenizer)
     require(m.dtype in ("float32", "bfloat16"), source, "local.dtype", "'float32' or 'bfloat16'", m.dtype)
     require(m.threads >= 1, source, "local.threads", "an integer >= 1", m.threads)
     for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):

@@ -32,14 +32,30 @@ PAD, EOS = "<pad>", "<eos>"
 MAX_POSITIONS = 512
 
 
-def build_char_tokenizer() -> PreTrainedTokenizerFast:
-    """One token per character of the task alphabet, plus <pad> (id 0) and <eos> (id 1)."""
+TOKENIZERS = ("char", "char_tags")
+"""Values of local.tokenizer: one token per character, or that plus the response tags as single tokens."""
+RESPONSE_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
+
+
+def build_char_tokenizer(kind: str = "char") -> PreTrainedTokenizerFast:
+    """One token per character of the task alphabet, plus <pad> (id 0) and <eos> (id 1).
+
+    ``kind='char_tags'`` also makes each of the four response tags one token (after the
+    characters' ids), as Qwen3's tokenizer has <think> and </think>: a response is then
+    about half as many tokens, nearly all of the removed ones certain to the policy.
+    """
     from transformers import PreTrainedTokenizerFast
 
+    if kind not in TOKENIZERS:
+        raise ValueError(f"local.tokenizer: expected one of {list(TOKENIZERS)}, got {kind!r}")
     chars = sorted(set(VOCAB_CHARS))
     vocab = {PAD: 0, EOS: 1} | {c: i + 2 for i, c in enumerate(chars)}
+    pattern = "."
+    if kind == "char_tags":
+        vocab |= {tag: len(vocab) + i for i, tag in enumerate(RESPONSE_TAGS)}
+        pattern = "|".join(RESPONSE_TAGS) + "|."  # a tag wins over its first character
     tok = Tokenizer(models.WordLevel(vocab, unk_token=PAD))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
     tok.decoder = decoders.Fuse()
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS)
 

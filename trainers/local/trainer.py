@@ -3,7 +3,8 @@
 One step = sample ``prompts_per_step`` prompts x ``group_size`` responses at temperature 1
 (KV cache, behaviour log-probs recorded at sampling), score them with the verifier,
 group-normalise advantages (DHPO eq. 1), then ``updates_per_rollout`` AdamW mini-batch
-updates with the configured objective (later mini-batches are off-policy: SSPO's mu).
+updates with the configured objective (later mini-batches are off-policy: SSPO's mu), repeated
+``ppo_epochs`` times over the same mini-batches in the same order (verl's ppo_epochs).
 Evaluation (Avg@k or greedy Pass@1 per benchmark) runs at step 0 (the base model), every
 ``eval_every`` steps and at the last step. Checkpoints hold model, optimizer, scheduler, RNG
 states and the step, so a resumed run continues bit-exactly (CPU, same thread count); they are
@@ -183,7 +184,10 @@ class LocalTrainer:
         self.model.train()
         order = torch.randperm(len(group), generator=self.gen).to(self.device)
         sums: dict[str, float] = {}
-        for idx in order.chunk(t.updates_per_rollout):
+        mini_batches = order.chunk(t.updates_per_rollout)
+        n_updates = len(mini_batches) * t.ppo_epochs
+        # verl's order: every epoch walks the same mini-batches in the same order
+        for idx in [idx for _ in range(t.ppo_epochs) for idx in mini_batches]:
             mb = _subset(ro, idx)
             log_probs, entropy = score(self.model, mb, temperature=t.temperature)
             batch = PolicyBatch(log_probs, mb.old_log_probs, advantages[idx], mb.response_mask, entropy)
@@ -203,7 +207,7 @@ class LocalTrainer:
             _check_finite(self.step, m)
             self.opt.step()
             for key, value in m.items():
-                sums[key] = sums.get(key, 0.0) + value / t.updates_per_rollout
+                sums[key] = sums.get(key, 0.0) + value / n_updates
         elapsed = time.perf_counter() - started
         metrics = _complete_metrics(self.objective.name, sums)
         metrics.update({

@@ -37,6 +37,8 @@ def base_key(cfg: TrialConfig) -> str:
     local = cfg.local
     model = {"path": cfg.model.path, **{k: getattr(local, k) for k in (
         "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "device", "dtype")}}
+    if local.tokenizer != "char":  # added later: the default is left out, so older bases stay valid
+        model["tokenizer"] = local.tokenizer
     warm = {k: v for k, v in local.warm_start.__dict__.items() if k != "cache_dir"}
     data = {k: cfg.data.__dict__[k] for k in ("train_size", "seed", "train_file")}
     if cfg.data.train_file:
@@ -122,7 +124,7 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
 
                 model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
             else:
-                tokenizer = build_char_tokenizer()
+                tokenizer = build_char_tokenizer(cfg.local.tokenizer)
                 model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
             if cfg.local.warm_start.steps:
                 warm_start(model, tokenizer, train_problems, cfg, log)

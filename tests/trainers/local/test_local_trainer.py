@@ -151,3 +151,33 @@ def test_validation_through_the_shared_evaluation_path_is_unchanged(mode):
     trainer = LocalTrainer(cfg, log=lambda line: None)
     for step, want in GOLDEN_VALIDATION[mode].items():
         assert evaluate(trainer.model, trainer.tokenizer, trainer.benchmarks, cfg, step) == want  # exact floats
+
+
+def test_ppo_epochs_repeat_the_mini_batches_off_policy():
+    """ppo_epochs=E makes updates_per_rollout x E optimizer updates per step (the warm-up counts them), and
+    passes after the first train on responses the policy already moved on: one on-policy update never clips."""
+    common = ["trainer.steps=2", "trainer.updates_per_rollout=1", "trainer.warmup_steps=100", "trainer.lr=3e-2"]
+    once = run(common + ["trainer.ppo_epochs=1"])
+    thrice = run(common + ["trainer.ppo_epochs=3"])
+    assert once[1][1]["actor/lr"] == pytest.approx(3e-2 * 2 / 100)  # 1 update taken: the next is the 2nd
+    assert thrice[1][1]["actor/lr"] == pytest.approx(3e-2 * 4 / 100)  # 3 updates taken
+    assert all(m["actor/pg_clipfrac"] == 0 for _, m, _ in once[1:])  # ratio 1 on the rollout's own policy
+    assert any(m["actor/pg_clipfrac"] > 0 for _, m, _ in thrice[1:])  # passes 2-3 reuse it
+
+
+def test_ppo_epochs_is_validated():
+    with pytest.raises(ConfigError, match=r"trainer.ppo_epochs: expected an integer >= 1, got 0"):
+        load_trial_config(None, SMALL + ["trainer.ppo_epochs=0"])
+
+
+def test_char_tags_tokenizer_builds_its_own_base_and_trains():
+    import json
+
+    from trainers.local.warmstart import base_key
+
+    history = run(["local.tokenizer=char_tags", "algorithm.name=grpo"])
+    assert [step for step, _, _ in history] == [0, 1, 2, 3, 4]
+    assert all(math.isfinite(v) for _, m, _ in history for v in m.values())
+    cfg = load_trial_config(None, SMALL + ["local.tokenizer=char_tags"])
+    vocab = json.loads((Path(cfg.local.warm_start.cache_dir) / base_key(cfg) / "tokenizer.json").read_text())["model"]["vocab"]
+    assert {"<think>", "</think>", "<answer>", "</answer>"} <= set(vocab)

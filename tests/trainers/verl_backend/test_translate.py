@@ -143,6 +143,9 @@ def test_greedy_eval_no_checkpoints_and_warmup_rounding():
         f"{R}.val_kwargs.do_sample=False", f"{R}.val_kwargs.n=1", f"{R}.val_kwargs.temperature=0.0", f"{R}.val_kwargs.top_p=1.0"]
     assert "trainer.save_freq=-1" in ovs
     assert f"{A}.optim.lr_warmup_steps=2" in ovs  # ceil(3 updates / 2 updates per RL step)
+    cfg.trainer.ppo_epochs = 2
+    ovs = overrides(cfg)
+    assert f"{A}.ppo_epochs=2" in ovs and f"{A}.optim.lr_warmup_steps=1" in ovs  # ceil(3 / (2 x 2))
 
 
 def preset(recipe: str, model: str, tmp_path) -> TrialConfig:

@@ -1,0 +1,44 @@
+"""The base policy's cache key and the tiny model's tokenizer option (local.tokenizer: char | char_tags)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluators.tasks import make_split
+from trainers.config import ConfigError, load_trial_config
+from trainers.local.lean_checkpoint import LeanTokenizer
+from trainers.local.model import RESPONSE_TAGS, build_char_tokenizer
+from trainers.local.warmstart import base_key
+
+
+def test_default_base_key_is_unchanged_by_the_tokenizer_option():
+    # Bases cached before local.tokenizer existed stay valid: the default is not hashed.
+    assert base_key(load_trial_config(None, [])) == "dd4cc49ab7df5f3d"
+    assert base_key(load_trial_config(None, ["local.tokenizer=char_tags"])) != "dd4cc49ab7df5f3d"
+
+
+def test_tokenizer_option_is_validated():
+    with pytest.raises(ConfigError, match=r"local.tokenizer: expected 'char' or 'char_tags', got 'bpe'"):
+        load_trial_config(None, ["local.tokenizer=bpe"])
+    with pytest.raises(ValueError, match="local.tokenizer"):
+        build_char_tokenizer("bpe")
+
+
+def test_char_tags_makes_each_tag_one_token_and_round_trips(tmp_path):
+    chars, tags = build_char_tokenizer(), build_char_tokenizer("char_tags")
+    assert len(tags) == len(chars) + 4
+    assert chars.get_vocab().items() <= tags.get_vocab().items()  # the characters keep their ids
+    for p in make_split("train", 50, seed=0):
+        text = p.prompt + p.solution
+        by_char, by_tag = chars.encode(text, add_special_tokens=False), tags.encode(text, add_special_tokens=False)
+        assert len(by_char) == len(text)
+        assert len(by_tag) == len(text) - sum(len(t) - 1 for t in RESPONSE_TAGS)  # each tag once per solution
+        assert tags.decode(by_tag) == text
+    # a tag split by other text, or a partial tag, stays characters
+    assert tags.encode("<thin>", add_special_tokens=False) == chars.encode("<thin>", add_special_tokens=False)
+    # saved and read back by the trainer's lean loader: the same ids
+    tags.save_pretrained(tmp_path)
+    lean = LeanTokenizer.from_directory(tmp_path)
+    text = "Q: 3+4=?<think>3+4=7</think><answer>7</answer>"
+    assert lean.encode(text) == tags.encode(text, add_special_tokens=False) and lean.decode(lean.encode(text)) == text
+    assert lean.eos_token_id == tags.eos_token_id == 1
