@@ -15,6 +15,10 @@ import dataclasses
 from dataclasses import dataclass, field
 
 
+TOKENIZERS = ("char", "char_tags")
+"""Values of local.tokenizer: one token per character, or that plus the response tags as single tokens."""
+
+
 @dataclass
 class WarmStartConfig:
     steps: int = 2000
@@ -59,7 +63,7 @@ def validate_local_section(cfg, source: str) -> None:
 
     m, w = cfg.local, cfg.local.warm_start
     require(m.device in ("cpu", "cuda", "auto"), source, "local.device", "'cpu', 'cuda' or 'auto'", m.device)
-    require(m.tokenizer in ("char", "char_tags"), source, "local.tokenizer", "'char' or 'char_tags'", m.tokenizer)
+    require(m.tokenizer in TOKENIZERS, source, "local.tokenizer", " or ".join(map(repr, TOKENIZERS)), m.tokenizer)
     require(m.dtype in ("float32", "bfloat16"), source, "local.dtype", "'float32' or 'bfloat16'", m.dtype)
     require(m.threads >= 1, source, "local.threads", "an integer >= 1", m.threads)
     for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):

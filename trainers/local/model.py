@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
+from evaluators.rewards import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
 from evaluators.tasks import VOCAB_CHARS
-from trainers.local.config import LocalConfig
+from trainers.local.config import TOKENIZERS, LocalConfig
 from trainers.local.lean_checkpoint import LeanTokenizer, lean_loadable, load_qwen3_weights
 
 if TYPE_CHECKING:
@@ -32,9 +33,7 @@ PAD, EOS = "<pad>", "<eos>"
 MAX_POSITIONS = 512
 
 
-TOKENIZERS = ("char", "char_tags")
-"""Values of local.tokenizer: one token per character, or that plus the response tags as single tokens."""
-RESPONSE_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
+RESPONSE_TAGS = (THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)  # the format reward's tags
 
 
 def build_char_tokenizer(kind: str = "char") -> PreTrainedTokenizerFast:

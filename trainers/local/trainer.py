@@ -184,11 +184,10 @@ class LocalTrainer:
         self.model.train()
         order = torch.randperm(len(group), generator=self.gen).to(self.device)
         sums: dict[str, float] = {}
-        mini_batches = order.chunk(t.updates_per_rollout)
+        mini_batches = [(idx, _subset(ro, idx)) for idx in order.chunk(t.updates_per_rollout)]
         n_updates = len(mini_batches) * t.ppo_epochs
         # verl's order: every epoch walks the same mini-batches in the same order
-        for idx in [idx for _ in range(t.ppo_epochs) for idx in mini_batches]:
-            mb = _subset(ro, idx)
+        for idx, mb in mini_batches * t.ppo_epochs:
             log_probs, entropy = score(self.model, mb, temperature=t.temperature)
             batch = PolicyBatch(log_probs, mb.old_log_probs, advantages[idx], mb.response_mask, entropy)
             loss, m = self.objective(batch)

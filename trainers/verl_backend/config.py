@@ -5,8 +5,8 @@ splitting inside a GPU, prompt length, checkpoint retention, metric names of the
 free-form verl overrides. Generic RL settings come from the other sections (trainers/verl_backend/
 translate.py maps them): trainer.steps -> trainer.total_training_steps, trainer.prompts_per_step ->
 data.train_batch_size, trainer.group_size -> rollout.n, trainer.updates_per_rollout -> the PPO
-mini-batch, trainer.ppo_epochs -> actor.ppo_epochs, trainer.max_new_tokens -> data.max_response_length, algorithm.params.agg ->
-actor.loss_agg_mode, and so on.
+mini-batch, trainer.ppo_epochs -> actor.ppo_epochs, trainer.max_new_tokens -> data.max_response_length,
+algorithm.params.agg -> actor.loss_agg_mode, and so on.
 
     verl:
       nnodes: 4
