@@ -117,17 +117,24 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
         started = time.time()
         log(f"building base policy {key} ({cfg.local.warm_start.steps} warm-start steps) ...")
         device = resolve_device(cfg.local.device)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(BASE_INIT_SEED)
-            if cfg.model.path:
-                from trainers.local.model import load_policy
+        # The base is a function of its config only: the warm start's float sums depend on torch's
+        # thread count, so it runs on local.threads whoever calls (a trainer, `sweep eval`, a test).
+        caller_threads = torch.get_num_threads()
+        torch.set_num_threads(cfg.local.threads)
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(BASE_INIT_SEED)
+                if cfg.model.path:
+                    from trainers.local.model import load_policy
 
-                model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
-            else:
-                tokenizer = build_char_tokenizer(cfg.local.tokenizer)
-                model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
-            if cfg.local.warm_start.steps:
-                warm_start(model, tokenizer, train_problems, cfg, log)
+                    model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
+                else:
+                    tokenizer = build_char_tokenizer(cfg.local.tokenizer)
+                    model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
+                if cfg.local.warm_start.steps:
+                    warm_start(model, tokenizer, train_problems, cfg, log)
+        finally:
+            torch.set_num_threads(caller_threads)
         tmp = root / f"{key}.tmp"
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

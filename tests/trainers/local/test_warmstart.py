@@ -42,3 +42,29 @@ def test_char_tags_makes_each_tag_one_token_and_round_trips(tmp_path):
     text = "Q: 3+4=?<think>3+4=7</think><answer>7</answer>"
     assert lean.encode(text) == tags.encode(text, add_special_tokens=False) and lean.decode(lean.encode(text)) == text
     assert lean.eos_token_id == tags.eos_token_id == 1
+
+
+def test_the_base_is_the_same_whatever_thread_count_the_caller_has(tmp_path):
+    """The warm start's float sums depend on torch's thread count: a base built by a process with 2
+    threads (sweep eval, a test, a benchmark) once differed from a trainer's (local.threads: 1) under
+    the same cache key, and every later trial and golden value silently changed with it."""
+    import hashlib
+
+    import torch
+
+    from trainers.local.data import load_data
+    from trainers.local.warmstart import ensure_base_checkpoint
+
+    def build(threads: int, cache: str) -> str:
+        cfg = load_trial_config(None, [f"local.warm_start.cache_dir={tmp_path / cache}", "local.warm_start.steps=30",
+                                       "local.hidden_size=128", "local.intermediate_size=512"])
+        torch.set_num_threads(threads)
+        try:
+            base = ensure_base_checkpoint(cfg, load_data(cfg)[0], log=lambda s: None)
+            assert torch.get_num_threads() == threads  # the caller's setting is given back
+        finally:
+            torch.set_num_threads(before)
+        return hashlib.sha1((base / "model.safetensors").read_bytes()).hexdigest()
+
+    before = torch.get_num_threads()
+    assert build(1, "one") == build(4, "four")
