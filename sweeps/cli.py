@@ -181,13 +181,12 @@ def status(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Show each trial of a sweep with its MLflow state and last logged step."""
-    from mlflow.tracking import MlflowClient
-
     from dashboards.collect import resolve_tracking_uri
+    from sweeps.sweep_lock import open_client
     from trainers.metrics import TRIAL_STEP, VAL_AVG
 
     loaded = _load(spec, overrides or [], smoke)
-    client = MlflowClient(resolve_tracking_uri(tracking_uri, run_dir))
+    client = open_client(resolve_tracking_uri(tracking_uri, run_dir))
     exp = client.get_experiment_by_name(loaded.name)
     runs = {} if exp is None else {r.data.tags.get("trial_id"): r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=50_000)}
     table = Table(title=f"{loaded.name}")
@@ -248,11 +247,10 @@ def ui(
 
 def _sweep_urls(uri: str, sweep: str, server: str) -> tuple[str, str | None]:
     """The pages of the sweep's trial runs and of its parent run; unknown name: exit 2 with the known ones."""
-    from mlflow.tracking import MlflowClient
-
+    from sweeps.sweep_lock import open_client
     from sweeps.tracking import run_page_url, runs_page_url
 
-    client = MlflowClient(uri)
+    client = open_client(uri)
     exp = client.get_experiment_by_name(sweep)
     if exp is None or exp.lifecycle_stage != "active":
         known = sorted(e.name for e in client.search_experiments() if e.experiment_id != "0")

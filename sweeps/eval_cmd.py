@@ -109,13 +109,11 @@ def eval_cmd(
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
     import contextlib
 
-    from mlflow.tracking import MlflowClient
-
     from dashboards.collect import resolve_tracking_uri
     from evaluators.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError
-    from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
+    from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock, open_client
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False)
@@ -124,7 +122,7 @@ def eval_cmd(
                        data_dir, files, limit, seed, batch_size, device, dtype, tp, base)
     run_dir = run_dir.resolve()
     uri = resolve_tracking_uri(tracking_uri, run_dir)
-    client = MlflowClient(uri)
+    client = open_client(uri)
     try:
         resolved = resolve(target, client, run_dir, sweep=sweep)
         cfg = effective_config(resolved.spec_eval, options, smoke)

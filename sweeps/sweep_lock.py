@@ -9,7 +9,8 @@ dead owner. Beside it, ``<lock>.owner`` records the holder's pid, host and start
 refusal message shows. Two different sweeps hold different locks and run side by side.
 
 ``store_lock(run_dir)`` serialises the creation of a new sqlite store (MLflow's schema migration
-races when two drivers create the same file at once).
+races when two processes create the same file at once); ``open_client(uri)`` opens a store under it,
+for the commands that read a store a driver may be creating (``sweep status``, ``ui``, ``eval``).
 """
 
 from __future__ import annotations
@@ -69,3 +70,16 @@ def store_lock(run_dir: Path) -> FileLock:
     """Held while a driver opens (and maybe creates) the sqlite store of ``run_dir``."""
     (run_dir / ".locks").mkdir(parents=True, exist_ok=True)
     return FileLock(str(run_dir / ".locks" / "mlflow-store.lock"))
+
+
+def open_client(tracking_uri: str):
+    """An ``MlflowClient`` on ``tracking_uri`` with its store opened: a sqlite file under ``store_lock``
+    of its folder, so a reader never migrates the schema while a driver is creating the same file."""
+    from mlflow.tracking import MlflowClient
+
+    if not tracking_uri.startswith("sqlite:///"):
+        return MlflowClient(tracking_uri)
+    with store_lock(Path(tracking_uri[len("sqlite:///"):]).parent):
+        client = MlflowClient(tracking_uri)
+        client.search_experiments(max_results=1)  # the store is open (and, if new, created) here
+    return client

@@ -79,7 +79,23 @@ def sweep_exe() -> str:
 
 
 def client_for(run_dir: Path) -> MlflowClient:
-    return MlflowClient(f"sqlite:///{(run_dir / 'mlflow.db').resolve()}")
+    """A client of ``run_dir``'s sqlite store, opened (MLflow opens it in the constructor, creating a
+    missing file) under the drivers' store lock: a test polling a driver that is creating the store
+    would otherwise run MLflow's schema migration beside it (a CI run's sweep never got past it)."""
+    from sweeps.sweep_lock import open_client
+
+    return open_client(f"sqlite:///{(run_dir / 'mlflow.db').resolve()}")
+
+
+def store_ready(run_dir: Path) -> bool:
+    """Whether the driver has created ``run_dir``'s sqlite store (asked under the drivers' store lock).
+
+    The file appears when a driver starts creating the tables; under the lock, an existing file is a
+    complete store."""
+    from sweeps.sweep_lock import store_lock
+
+    with store_lock(run_dir):
+        return (run_dir / "mlflow.db").exists()
 
 
 def children(client: MlflowClient, sweep: str) -> dict[str, object]:
@@ -226,7 +242,7 @@ def kill_advancing_trial_worker(run_dir: Path, sweep: str, trial_id: str, min_st
     while time.time() < deadline and "pid" not in killed:
         time.sleep(0.2)
         if client is None:
-            if not (run_dir / "mlflow.db").exists():
+            if not store_ready(run_dir):
                 continue
             client = client_for(run_dir)
         now = running_trial_snapshot(client, sweep, trial_id, min_step)

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweep_testlib import (children, client_for, refusal_without_token, short_cwd, steps_of, subprocess_env, sweep_exe,
-                           wait_for, write_spec)
+from sweep_testlib import (children, client_for, refusal_without_token, short_cwd, steps_of, store_ready, subprocess_env,
+                           sweep_exe, wait_for, write_spec)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -148,7 +148,7 @@ def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, obje
     log = tmp_path / "driver.log"
     proc = _start(cwd, "run", name, log=log)
     try:
-        wait_for(lambda: (cwd / "runs" / "mlflow.db").exists() and _midway(client, sweep_name)(), timeout=300)
+        wait_for(lambda: store_ready(cwd / "runs") and _midway(client, sweep_name)(), timeout=300)
     except TimeoutError:
         proc.kill()
         raise AssertionError(log.read_text()[-4000:]) from None
@@ -216,7 +216,10 @@ def test_one_writer_per_sweep_two_sweeps_share_a_store_and_the_cluster_needs_its
     proc = _start(cwd, "run", first, "--no-report", log=log)
     client = client_for(cwd / "runs")
     try:
-        wait_for(lambda: (cwd / "runs" / "mlflow.db").exists() and _midway(client, "cli_lock_a", 2)(), timeout=300)
+        try:
+            wait_for(lambda: store_ready(cwd / "runs") and _midway(client, "cli_lock_a", 2)(), timeout=300)
+        except TimeoutError:
+            raise AssertionError("no step 2 within 300 s; the sweep's log:\n" + log.read_text()[-4000:]) from None
         # The same sweep again while it runs: refused, naming the owner; nothing of it touched.
         twice = sweep(cwd, "run", first)
         assert twice.returncode == 3, twice.stdout + twice.stderr
@@ -267,13 +270,13 @@ def test_unsatisfiable_resources_fail_fast_and_create_nothing():
     result = sweep(cwd, "run", name, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "resources.gpus" in result.stderr and "GPU" in result.stderr
-    assert not (cwd / "runs" / "mlflow.db").exists()  # nothing recorded
+    assert not store_ready(cwd / "runs")  # nothing recorded
     assert time.monotonic() - started < 120  # (the bound is the subprocess timeout: no waiting for a GPU)
     too_many = sweep(cwd, "run", name, "resources.gpus=0", "resources.cpus=64", timeout=120)
     assert too_many.returncode == 2 and "resources.cpus" in too_many.stderr
     bad_value = sweep(cwd, "run", name, "resources.gpus=0", "trainer.lr=.nan", timeout=120)
     assert bad_value.returncode == 2 and "finite" in bad_value.stderr and "error" not in bad_value.stdout
-    assert not (cwd / "runs" / "mlflow.db").exists()
+    assert not store_ready(cwd / "runs")
 
 
 def test_stalled_trial_is_ended_retried_and_failed_with_the_reason():

@@ -143,6 +143,24 @@ def test_second_driver_of_the_same_sweep_is_refused_with_the_owner(tmp_path):
     assert not lock.owner_file.exists()
 
 
+def test_a_reader_opens_a_store_only_once_its_creator_is_done(tmp_path):
+    """`sweep status/ui/eval` open the sqlite store under the lock a driver holds while it creates the
+    file: opened half-way, MLflow would run its schema migration a second time at once."""
+    import threading
+
+    from sweeps.sweep_lock import open_client, store_lock
+
+    uri = default_tracking_uri(tmp_path)
+    opened = []
+    with store_lock(tmp_path):  # a driver creating the store
+        reader = threading.Thread(target=lambda: opened.append(open_client(uri)))
+        reader.start()
+        reader.join(timeout=1.5)
+        assert reader.is_alive() and not opened and not (tmp_path / "mlflow.db").exists()
+    reader.join(timeout=60)
+    assert opened and opened[0].get_experiment_by_name("Default") is not None  # a complete store
+
+
 def test_resources_no_node_has_are_refused_naming_the_key(spec):
     laptop = Capacity(cpus=2, gpus=0, node_cpus=2, node_gpus=0, where="this machine")
     check_resources(spec, laptop)  # 1 CPU, 0 GPU fits

@@ -15,7 +15,7 @@ from sweeps.runner import RunOptions, run_sweep
 from sweeps.spec import SpecError, load_spec
 from sweep_testlib import (
     children, client_for, history_difference, kill_advancing_trial_worker, kill_ray_processes, metric_history,
-    refresh_ray_auth, short_ray_dir, steps_of, subprocess_env, sweep_command, wait_for, write_spec,
+    refresh_ray_auth, short_ray_dir, steps_of, store_ready, subprocess_env, sweep_command, wait_for, write_spec,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -146,7 +146,7 @@ def test_killed_driver_rerun_completes_and_keeps_finished_trials(tmp_path, local
                             stdout=log, stderr=subprocess.STDOUT)
 
     def one_finished_one_midway():
-        if not (run_dir / "mlflow.db").exists():
+        if not store_ready(run_dir):
             return None
         kids = children(client, "e2e_kill_driver")
         done = [r for r in kids.values() if r.info.status == "FINISHED"]

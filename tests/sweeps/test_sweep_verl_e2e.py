@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe, wait_for
+from sweep_testlib import children, client_for, short_cwd, steps_of, store_ready, subprocess_env, sweep_exe, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -44,7 +44,7 @@ def test_verl_cpu_smoke_runs_as_documented_survives_a_killed_driver_and_resumes_
     first = subprocess.Popen([sweep_exe(), "run", SPEC], cwd=cwd, env=subprocess_env(), start_new_session=True,
                              stdout=open(log, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        wait_for(lambda: (cwd / "runs" / "mlflow.db").exists() and _running_past(client, CHECKPOINT_EVERY + 1)(),
+        wait_for(lambda: store_ready(cwd / "runs") and _running_past(client, CHECKPOINT_EVERY + 1)(),
                  timeout=600, interval=0.3)
     except TimeoutError:
         first.kill()
