@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sweeps.spec import load_spec
 from trainers.config import TrialConfig, apply_overrides
 from trainers.local.trainer import train
+
+# Two real bases (~2.5 min each on 2 cores when not cached yet) and 2 x 12 training steps.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 12
