@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import time
 import traceback
@@ -87,8 +86,7 @@ def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep:
 
 
 def _open_tracker(spec: SweepSpec, tracking_uri: str, run_dir: Path) -> SweepTracker:
-    # two drivers creating one new sqlite file race on its schema
-    with store_lock(run_dir) if tracking_uri.startswith("sqlite") else contextlib.nullcontext():
+    with store_lock(tracking_uri):  # two processes creating one new sqlite file race on its schema
         return SweepTracker(spec, tracking_uri, run_dir)
 
 

@@ -8,13 +8,14 @@ owner dies: a lock left by a killed driver is stale and is taken over, with a no
 dead owner. Beside it, ``<lock>.owner`` records the holder's pid, host and start time, which the
 refusal message shows. Two different sweeps hold different locks and run side by side.
 
-``store_lock(run_dir)`` serialises the creation of a new sqlite store (MLflow's schema migration
+``store_lock(uri)`` serialises the creation of a new sqlite store (MLflow's schema migration
 races when two processes create the same file at once); ``open_client(uri)`` opens a store under it,
 for the commands that read a store a driver may be creating (``sweep status``, ``ui``, ``eval``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -66,20 +67,23 @@ class SweepLock:
             return {}
 
 
-def store_lock(run_dir: Path) -> FileLock:
-    """Held while a driver opens (and maybe creates) the sqlite store of ``run_dir``."""
-    (run_dir / ".locks").mkdir(parents=True, exist_ok=True)
-    return FileLock(str(run_dir / ".locks" / "mlflow-store.lock"))
+def store_lock(tracking_uri: str):
+    """Held while a process opens (and, if new, creates) a sqlite store: a file lock in the store's
+    folder (``.locks/mlflow-store.lock``; for the default store that is the run directory). Other
+    stores (a server) need none."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return contextlib.nullcontext()
+    folder = Path(tracking_uri[len("sqlite:///"):]).resolve().parent
+    (folder / ".locks").mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder / ".locks" / "mlflow-store.lock"))
 
 
 def open_client(tracking_uri: str):
-    """An ``MlflowClient`` on ``tracking_uri`` with its store opened: a sqlite file under ``store_lock``
-    of its folder, so a reader never migrates the schema while a driver is creating the same file."""
+    """An ``MlflowClient`` on ``tracking_uri`` with its store opened under ``store_lock``, so a reader
+    never migrates the schema while a driver is creating the same file."""
     from mlflow.tracking import MlflowClient
 
-    if not tracking_uri.startswith("sqlite:///"):
-        return MlflowClient(tracking_uri)
-    with store_lock(Path(tracking_uri[len("sqlite:///"):]).parent):
-        client = MlflowClient(tracking_uri)
-        client.search_experiments(max_results=1)  # the store is open (and, if new, created) here
+    with store_lock(tracking_uri):
+        client = MlflowClient(tracking_uri)  # opens (and, if new, creates) a sqlite store
+        client.search_experiments(max_results=1)
     return client

@@ -83,8 +83,9 @@ def client_for(run_dir: Path) -> MlflowClient:
     missing file) under the drivers' store lock: a test polling a driver that is creating the store
     would otherwise run MLflow's schema migration beside it (a CI run's sweep never got past it)."""
     from sweeps.sweep_lock import open_client
+    from sweeps.tracking import default_tracking_uri
 
-    return open_client(f"sqlite:///{(run_dir / 'mlflow.db').resolve()}")
+    return open_client(default_tracking_uri(run_dir))
 
 
 def store_ready(run_dir: Path) -> bool:
@@ -93,8 +94,9 @@ def store_ready(run_dir: Path) -> bool:
     The file appears when a driver starts creating the tables; under the lock, an existing file is a
     complete store."""
     from sweeps.sweep_lock import store_lock
+    from sweeps.tracking import default_tracking_uri
 
-    with store_lock(run_dir):
+    with store_lock(default_tracking_uri(run_dir)):
         return (run_dir / "mlflow.db").exists()
 
 

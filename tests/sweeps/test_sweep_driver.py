@@ -152,7 +152,7 @@ def test_a_reader_opens_a_store_only_once_its_creator_is_done(tmp_path):
 
     uri = default_tracking_uri(tmp_path)
     opened = []
-    with store_lock(tmp_path):  # a driver creating the store
+    with store_lock(uri):  # a driver creating the store
         reader = threading.Thread(target=lambda: opened.append(open_client(uri)))
         reader.start()
         reader.join(timeout=1.5)
