@@ -270,13 +270,13 @@ def test_unsatisfiable_resources_fail_fast_and_create_nothing():
     result = sweep(cwd, "run", name, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "resources.gpus" in result.stderr and "GPU" in result.stderr
-    assert not store_ready(cwd / "runs")  # nothing recorded
+    assert not (cwd / "runs" / "mlflow.db").exists()  # nothing recorded
     assert time.monotonic() - started < 120  # (the bound is the subprocess timeout: no waiting for a GPU)
     too_many = sweep(cwd, "run", name, "resources.gpus=0", "resources.cpus=64", timeout=120)
     assert too_many.returncode == 2 and "resources.cpus" in too_many.stderr
     bad_value = sweep(cwd, "run", name, "resources.gpus=0", "trainer.lr=.nan", timeout=120)
     assert bad_value.returncode == 2 and "finite" in bad_value.stderr and "error" not in bad_value.stdout
-    assert not store_ready(cwd / "runs")
+    assert not (cwd / "runs" / "mlflow.db").exists()
 
 
 def test_stalled_trial_is_ended_retried_and_failed_with_the_reason():
