@@ -20,7 +20,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dashboards.collect import resolve_tracking_uri, sqlite_path
+from dashboards.collect import mask_uri, resolve_tracking_uri, sqlite_path
 from dashboards.report import ReportConfig, report_from_mlflow
 
 
@@ -134,7 +134,7 @@ def report_cmd(
         paths = report_from_mlflow(sweep_name, tracking_uri=uri, out_dir=out, config=cfg,
                                    parent_run_id=parent_run_id, log=log)
     except (ValueError, TypeError) as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {mask_uri(str(e))}", err=True)
         raise typer.Exit(2) from None
     for fmt, p in paths.items():
         typer.echo(f"{fmt:>6}: {p}")

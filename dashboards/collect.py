@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +64,17 @@ def sqlite_path(uri: str | None) -> Path | None:
     return Path(path) if path.startswith("/") else Path.cwd() / path
 
 
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<password>[^@/\s]+)@")
+_SECRET_QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|sslpassword)=)[^&\s]+")
+
+
+def mask_uri(text: str) -> str:
+    """``text`` with every ``scheme://user:password@`` shown as ``scheme://user:***@`` and secret query values
+    hidden: what every printed URI, message and log line goes through (sweeps/store.py re-exports it)."""
+    text = _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", str(text))
+    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", text)
+
+
 def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs") -> str:
     """The one rule every command follows: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the
     run directory's sqlite store ``sqlite:///<run_dir>/mlflow.db``."""
@@ -80,6 +90,11 @@ def _client(tracking_uri: str | None):
     from mlflow import MlflowClient
 
     uri = tracking_uri or mlflow.get_tracking_uri()
+    path = sqlite_path(uri)
+    if path is not None and not path.exists():  # MlflowClient would create an empty store
+        raise ValueError(f"no MLflow store at {path}: nothing was recorded there; a sweep tracked elsewhere: "
+                         "--tracking-uri URI or MLFLOW_TRACKING_URI, or --run-dir DIR")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     return MlflowClient(uri), uri
 
 
@@ -90,7 +105,7 @@ def _find_experiment(client, sweep: str):
     names = sorted(e.name for e in client.search_experiments())
     listing = ", ".join(names) if names else "(none)"
     raise ValueError(f"unknown sweep {sweep!r}{did_you_mean(sweep, names)}: no MLflow experiment of that name at "
-                     f"{client.tracking_uri}. Experiments there: {listing}")
+                     f"{mask_uri(client.tracking_uri)}. Experiments there: {listing}")
 
 
 def _search(client, exp_id: str, filter_string: str) -> list:
@@ -133,13 +148,11 @@ def _runs_frame(runs: list) -> pd.DataFrame:
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
     frame = frame.sort_values(["start_time", "trial_id"], kind="stable")
     dup = frame["trial_id"].duplicated(keep=False)
-    if dup.any():  # a trial re-run: keep the latest FINISHED run, else the latest run
-        warnings.warn(f"trial ids logged more than once, keeping the latest finished run: "
-                      f"{sorted(frame.loc[dup, 'trial_id'].unique())}", stacklevel=3)
-        frame["_fin"] = frame["status"].eq("FINISHED")
-        frame = frame.sort_values(["_fin", "start_time"], kind="stable")
-        frame = frame.drop_duplicates("trial_id", keep="last").drop(columns="_fin")
-        frame = frame.sort_values(["start_time", "trial_id"], kind="stable")
+    if dup.any():  # never pick one silently: which run is the trial's is the user's call
+        shown = frame.loc[dup].groupby("trial_id", observed=True)["run_id"].apply(list).head(3).to_dict()
+        raise ValueError(f"{frame.loc[dup, 'trial_id'].nunique()} trial id(s) have several runs in this sweep, e.g. "
+                         f"{shown}; a table would have to pick one. Delete the extra runs (mlflow runs delete "
+                         "--run-id RUN_ID) or report them from another experiment")
     return frame.reset_index(drop=True)
 
 
@@ -250,7 +263,7 @@ def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
         parent_run_id = parents[0].info.run_id if parents else None
         runs = _trial_runs(client, exp_id, None)
     if not runs:
-        raise ValueError(f"sweep {sweep!r} (experiment {exp_id} at {uri}) has no trial runs yet")
+        raise ValueError(f"sweep {sweep!r} (experiment {exp_id} at {mask_uri(uri)}) has no trial runs yet")
     trials = _runs_frame(runs)
     if statuses:
         found = trials["status"].value_counts().to_dict()

@@ -44,6 +44,8 @@ VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "ba
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
 TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")]
+Address = Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster by its GCS address, from a node of it: HEAD_HOST:6379 or auto (ray:// is refused: see the README).")]
+OutageLimit = Annotated[float, typer.Option("--tracking-outage-limit", help="Seconds the tracking store may stay unreachable (trials go on, steps are journaled) before the sweep stops as interrupted (exit 75).")]
 
 
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
@@ -111,7 +113,8 @@ def run(
     smoke: Annotated[bool, typer.Option("--smoke", help="One seed, 4 steps per trial: a quick real end-to-end check.")] = False,
     run_dir: RunDir = Path("runs"),
     tracking_uri: TrackingUri = None,
-    address: Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster (e.g. auto or ray://head:10001).")] = None,
+    address: Address = None,
+    tracking_outage_limit: OutageLimit = 3600.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
     ray_temp_dir: Annotated[Optional[Path], typer.Option("--ray-temp-dir", help="Local Ray temp dir (default <run-dir>/.ray; keep it short).")] = None,
@@ -126,24 +129,32 @@ def run(
         print_commands(loaded)
         return
     from sweeps.interrupts import SweepInterrupted
+    from sweeps.ray_cluster import ClusterUnavailable
     from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec
-    from sweeps.sweep_lock import SweepAlreadyRunning
+    from sweeps.store import SweepAlreadyRunning, mask_uri
+    from sweeps.tracking_writer import TrackingOutage
+
+    def fail(message: str, code: int):
+        err_console.print(mask_uri(message), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code)
 
     try:
         result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
-                                              show_progress=not no_progress, ray_temp_dir=ray_temp_dir))
+                                              show_progress=not no_progress, ray_temp_dir=ray_temp_dir,
+                                              tracking_outage_limit_s=tracking_outage_limit))
     except SpecError as err:
-        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
+        fail(f"error: {err}", 2)
     except SweepAlreadyRunning as err:
-        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(3)
+        fail(f"error: {err}", 3)
+    except ClusterUnavailable as err:
+        fail(f"error: {err}", 4)
+    except TrackingOutage as err:
+        fail(f"sweep {loaded.name}: {err}", TrackingOutage.exit_code)
     except SweepInterrupted as err:
-        err_console.print(f"sweep {loaded.name}: {err}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(err.exit_code)
+        fail(f"sweep {loaded.name}: {err}", err.exit_code)
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
-    console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {result.tracking_uri} "
-                  f"(parent run {result.parent_run_id})")
+    console.print(f"sweep {loaded.name} done in {result.seconds:.0f}s: {counts}; MLflow {mask_uri(result.tracking_uri)} "
+                  f"(parent run {result.parent_run_id})", markup=False, highlight=False, soft_wrap=True)
     if not no_report:
         from sweeps.reporting import write_sweep_report
 
@@ -161,7 +172,8 @@ def resume(
     overrides: Annotated[Optional[list[str]], typer.Argument(help="The same overrides as the first run.")] = None,
     run_dir: RunDir = Path("runs"),
     tracking_uri: TrackingUri = None,
-    address: Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster.")] = None,
+    address: Address = None,
+    tracking_outage_limit: OutageLimit = 3600.0,
     smoke: Annotated[bool, typer.Option("--smoke", help="Resume the smoke-size sweep.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
@@ -169,35 +181,53 @@ def resume(
 ) -> None:
     """Resume an interrupted sweep: identical to running it again (finished trials are skipped)."""
     run(spec, overrides, dry_run=False, smoke=smoke, run_dir=run_dir, tracking_uri=tracking_uri, address=address,
-        no_report=no_report, no_progress=no_progress, ray_temp_dir=ray_temp_dir)
+        tracking_outage_limit=tracking_outage_limit, no_report=no_report, no_progress=no_progress,
+        ray_temp_dir=ray_temp_dir)
 
 
 @app.command()
 def status(
-    spec: Annotated[str, typer.Argument(help="Sweep YAML path or name.")],
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="The overrides the sweep was run with.")] = None,
-    smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep.")] = False,
+    sweep: Annotated[str, typer.Argument(help="Sweep name (its MLflow experiment), or its YAML path or name in configs/sweeps/.")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="With a YAML: the overrides the sweep was run with.")] = None,
+    smoke: Annotated[bool, typer.Option("--smoke", help="With a YAML: the smoke-size sweep.")] = False,
     run_dir: RunDir = Path("runs"),
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Show each trial of a sweep with its MLflow state and last logged step."""
-    from dashboards.collect import resolve_tracking_uri
-    from sweeps.sweep_lock import open_client
+    """Show each trial of a sweep with its method, MLflow state, last logged step and val/avg/acc.
+
+    NAME is looked up in the store (every recorded trial, and from the parent run's resolved spec the
+    trials not started yet); a YAML (a path, or a name with .yaml) lists the trials of that spec and
+    overrides. The store is found like every command's (--tracking-uri, $MLFLOW_TRACKING_URI,
+    <run-dir>/mlflow.db) and never created: a missing one is an error naming where it looked.
+    """
+    from sweeps.status import StatusRow, planned_from_store, recorded_trials
+    from sweeps.store import StoreMissing, mask_uri, open_existing, resolve_uri
     from trainers.metrics import TRIAL_STEP, VAL_AVG
 
-    loaded = _load(spec, overrides or [], smoke)
-    client = open_client(resolve_tracking_uri(tracking_uri, run_dir))
-    exp = client.get_experiment_by_name(loaded.name)
-    runs = {} if exp is None else {r.data.tags.get("trial_id"): r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'", max_results=50_000)}
-    table = Table(title=f"{loaded.name}")
-    for col in ("trial id", "state", "step", "val/avg/acc"):
-        table.add_column(col)
-    for t in loaded.trials:
-        r = runs.get(t.trial_id)
+    is_spec = sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or bool(overrides) or smoke
+    loaded = _load(sweep, overrides or [], smoke) if is_spec else None
+    name = loaded.name if loaded else sweep
+    uri = resolve_uri(tracking_uri, run_dir)
+    try:
+        client = open_existing(uri)
+        runs, parent = recorded_trials(client, uri, name)
+        planned = ([StatusRow(t.trial_id, t.method, t.config.trainer.steps) for t in loaded.trials] if loaded
+                   else planned_from_store(client, parent, runs))
+    except StoreMissing as err:
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    except RuntimeError as err:  # several runs of one trial
+        err_console.print(f"error: {mask_uri(str(err))}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    table = Table(title=f"{name} ({mask_uri(uri)})")
+    for col in ("trial id", "method", "state", "step", VAL_AVG):
+        table.add_column(col, no_wrap=col == "trial id")
+    for row in planned:
+        r = runs.get(row.trial_id)
         state = r.info.status if r else "NOT STARTED"
-        step = f"{int(r.data.metrics.get(TRIAL_STEP, 0))}/{t.config.trainer.steps}" if r else f"0/{t.config.trainer.steps}"
+        step = int(r.data.metrics.get(TRIAL_STEP, 0)) if r else 0
         acc = f"{r.data.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.data.metrics else ""
-        table.add_row(Text(t.trial_id), state, step, acc)
+        table.add_row(Text(row.trial_id), Text(row.method), state, f"{step}/{row.steps}" if row.steps else str(step), acc)
     console.print(table)
 
 
@@ -209,29 +239,56 @@ def ui(
     tracking_uri: TrackingUri = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a web browser once the server answers.")] = False,
 ) -> None:
-    """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop).
+    """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop); an http store's own pages.
 
     With SWEEP: the URL of the sweep's trial runs, flat, with method, seed and the key metrics as
     columns (the experiment's "Sweep trials" view), and of its parent run (description: the paper table).
+    The store is found like every command's; with an http store (an `mlflow server`) its pages are printed
+    and nothing is started; a database URI (postgresql+psycopg2://...) gets a UI started on it.
     """
+    import os
     import signal
+    import socket
 
-    from dashboards.collect import resolve_tracking_uri
+    from sweeps.store import StoreMissing, is_server, mask_uri, require_store, resolve_uri
 
-    uri = resolve_tracking_uri(tracking_uri, run_dir)
-    server = url = f"http://127.0.0.1:{port}"
-    parent = None
+    uri = resolve_uri(tracking_uri, run_dir)
+    server = uri.rstrip("/") if is_server(uri) else f"http://127.0.0.1:{port}"
+    url, parent = server, None
+    try:
+        if not is_server(uri):
+            require_store(uri)
+        if sweep:
+            url, parent = _sweep_urls(uri, sweep, server)
+    except StoreMissing as err:
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    shown = mask_uri(server)
+    if is_server(uri):
+        typer.echo(f"MLflow UI of the tracking server {shown}")
+    else:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                err_console.print(f"error: port {port} on 127.0.0.1 is taken (another UI?); pass --port N",
+                                  markup=False, highlight=False, soft_wrap=True)
+                raise typer.Exit(2)
+        typer.echo(f"MLflow UI for {mask_uri(uri)} at {server}")
     if sweep:
-        url, parent = _sweep_urls(uri, sweep, server)
-    artifacts = (run_dir / "mlartifacts").resolve()
-    typer.echo(f"MLflow UI for {uri} at {server}")
-    if sweep:
-        typer.echo(f"runs of {sweep}: {url}")
+        typer.echo(f"runs of {sweep}: {mask_uri(url)}")
         if parent:
-            typer.echo(f"parent run (report): {parent}")
-    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
+            typer.echo(f"parent run (report): {mask_uri(parent)}")
+    if is_server(uri):
+        if open_browser:
+            import webbrowser
+            webbrowser.open(url)
+        return
+    artifacts = (run_dir / "mlartifacts").resolve()
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
            "--port", str(port), "--workers", "1", "--artifacts-destination", str(artifacts)]
-    with subprocess.Popen(cmd) as proc:
+    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": uri}  # not on the command line: ps would show a password
+    with subprocess.Popen(cmd, env=env) as proc:
         signal.signal(signal.SIGTERM, lambda *_: proc.terminate())  # `kill` of sweep ui stops the server too
         try:
             if open_browser:
@@ -246,19 +303,13 @@ def ui(
 
 
 def _sweep_urls(uri: str, sweep: str, server: str) -> tuple[str, str | None]:
-    """The pages of the sweep's trial runs and of its parent run; unknown name: exit 2 with the known ones."""
-    from sweeps.sweep_lock import open_client
-    from sweeps.tracking import run_page_url, runs_page_url
+    """The pages of the sweep's trial runs and of its parent run; StoreMissing naming the known sweeps."""
+    from sweeps.store import open_client, run_page_url, runs_page_url, sweep_experiment
 
     client = open_client(uri)
-    exp = client.get_experiment_by_name(sweep)
-    if exp is None or exp.lifecycle_stage != "active":
-        known = sorted(e.name for e in client.search_experiments() if e.experiment_id != "0")
-        err_console.print(f"error: no sweep {sweep!r} in {uri}; known: {', '.join(known) or 'none'}", markup=False,
-                          highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
+    exp = sweep_experiment(client, uri, sweep)
     parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
-                                 order_by=["attributes.start_time DESC"])
+                                 order_by=["attributes.start_time ASC"])
     parent = run_page_url(server, exp.experiment_id, parents[0].info.run_id) if parents else None
     return runs_page_url(server, exp.experiment_id, exp.tags), parent
 

@@ -1,10 +1,15 @@
 """The driver's Tune callback: trial results -> MLflow child runs, outcomes and the live table.
 
     state = DriverState(by_id=..., progress=LiveProgress(...) or None, guard=InterruptGuard())
+    state.writer = TrackingWriter(...)       # sweeps/tracking_writer.py: the journal and the MLflow writer thread
     callbacks=[MlflowLogger(state)]          # state.tracker may be set later, from a thread
 
+The callback never waits on MLflow: it journals what trials report (durable when it returns) and the
+writer thread writes it to the store, through outages. Its loop hook raises the writer's failure (a
+real store error, or ``TrackingOutage`` after an outage longer than the limit).
+
 Tune pickles its callbacks into the experiment directory (for ``Tuner.restore``, which the sweep
-does not use). Everything driver-only (the MLflow client, the rich Live table with its lock, the
+does not use). Everything driver-only (the writer, the rich Live table with its lock, the
 signal guard) lives in ``DriverState``, which ``MlflowLogger`` leaves out of its pickled state.
 
 Outcomes, as the runner and the report see them (``state.outcomes``: trial id -> status):
@@ -29,6 +34,7 @@ from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.trial import stall_marker, trial_from_tune_config, unpack_steps
 from sweeps.tracking import SweepTracker
+from sweeps.tracking_writer import TrackingWriter
 from trainers.metrics import LOGGED_PREFIXES, is_logged
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,7 @@ class DriverState:
     progress: LiveProgress | None = None
     guard: InterruptGuard = field(default_factory=InterruptGuard)
     tracker: SweepTracker | None = None
+    writer: TrackingWriter | None = None
     failure: BaseException | None = None  # opening the store failed (set by the opener thread)
     outcomes: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # trial id -> why it FAILED
@@ -78,16 +85,21 @@ class MlflowLogger(Callback):
     def __getstate__(self):
         return {"state": None}  # a pickled copy is inert: the driver's state never leaves the driver
 
+    def on_step_begin(self, iteration, trials, **info):
+        if self.state is not None:
+            self.state.writer.raise_if_failed()
+
     def on_trial_start(self, iteration, trials, trial, **info):
         if self.state is None:
             return
         s, t = self.state, trial_from_tune_config(trial.config)
-        if t.trial_id not in s.by_id:  # a search sample
+        search_sample = t.trial_id not in s.by_id
+        if search_sample:
             s.by_id[t.trial_id] = t
             if s.progress:
                 s.progress.add(t)
         with s.guard.critical():
-            s.wait_for_tracker().start_trial(t)
+            s.writer.start_trial(t.trial_id, dict(trial.config) if search_sample else None)
         if s.progress:
             s.progress.update(t.trial_id, state="RUNNING")
 
@@ -95,22 +107,20 @@ class MlflowLogger(Callback):
         if self.state is None:
             return
         s, tid = self.state, _tid(trial)
-        tracker = s.wait_for_tracker()
+        s.writer.raise_if_failed()
         steps = unpack_steps(result)
         with s.guard.critical():
             meta = result.get("meta", "{}")
             if meta != s.seen_meta.get(tid):  # first result of each (re)start of the trial
                 s.seen_meta[tid] = meta
-                tracker.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
-            for step, when, values in steps:  # every step since the trial's previous result
-                tracker.log_result(tid, step, logged_metrics(values, s.dropped), timestamp=when)
-            if result.get("checkpointed") or result.get("diverged"):
-                tracker.flush(tid)  # what a checkpoint covers is on disk before the trial goes on
+                s.writer.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
+            # every step since the trial's previous result; journaled (on disk) before the trial goes on
+            s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values in steps])
             if result.get("stopped_by"):  # a stop rule ended it (sweeps/stop_rules.py)
                 s.stopped[tid] = result["stopped_by"]
-                tracker.set_tags(tid, {"stopped_by": result["stopped_by"]})
+                s.writer.set_tags(tid, {"stopped_by": result["stopped_by"]})
             if result.get("eval"):  # the final checkpoint's evaluation (the spec's eval: section)
-                tracker.log_eval(tid, json.loads(result["eval"]))
+                s.writer.log_eval(tid, json.loads(result["eval"]))
         if result.get("diverged"):
             s.reasons[tid] = result["diverged"]
         if s.progress and steps:
@@ -120,15 +130,14 @@ class MlflowLogger(Callback):
         if self.state is None:
             return
         s, tid = self.state, _tid(trial)
-        tracker = s.wait_for_tracker()
         with s.guard.critical():
             if tid in s.reasons:  # diverged: the trial ended itself, with no retry (it would diverge again)
-                tracker.end_trial(tid, "FAILED", reason=s.reasons[tid])
+                s.writer.end_trial(tid, "FAILED", reason=s.reasons[tid])
                 s.outcomes[tid] = "FAILED"
             else:
-                if tracker.last_step(tid) < s.by_id[tid].config.trainer.steps and tid not in s.stopped:
-                    tracker.set_tags(tid, {"stopped_by": "scheduler"})  # e.g. ASHA ended it early
-                tracker.end_trial(tid, "FINISHED")
+                if s.writer.last_step(tid) < s.by_id[tid].config.trainer.steps and tid not in s.stopped:
+                    s.writer.set_tags(tid, {"stopped_by": "scheduler"})  # e.g. ASHA ended it early
+                s.writer.end_trial(tid, "FINISHED")
                 s.outcomes[tid] = "FINISHED"
         if s.progress:
             s.progress.update(tid, state=s.outcomes[tid])
@@ -140,7 +149,7 @@ class MlflowLogger(Callback):
         error = s.stall_reason(tid) or _last_line(_error_text(trial))
         with s.guard.critical():
             _ensure_run(s, tid)  # a worker can die before Tune ever started the trial
-            s.wait_for_tracker().set_tags(tid, {"retries": str(trial.run_metadata.num_failures), "last_error": error})
+            s.writer.set_tags(tid, {"retries": str(trial.run_metadata.num_failures), "last_error": error})
 
     def on_trial_error(self, iteration, trials, trial, **info):
         if self.state is None:
@@ -150,7 +159,7 @@ class MlflowLogger(Callback):
         reason = s.reasons.get(tid) or s.stall_reason(tid) or _last_line(error)
         with s.guard.critical():
             _ensure_run(s, tid)
-            s.wait_for_tracker().end_trial(tid, "FAILED", error=error, reason=reason)
+            s.writer.end_trial(tid, "FAILED", error=error, reason=reason)
         s.outcomes[tid] = "FAILED"
         s.reasons[tid] = reason
         if s.progress:
@@ -158,9 +167,8 @@ class MlflowLogger(Callback):
 
 
 def _ensure_run(state: DriverState, trial_id: str) -> None:
-    tracker = state.wait_for_tracker()
-    if trial_id not in tracker.children:
-        tracker.start_trial(state.by_id[trial_id])
+    if trial_id not in state.writer.started:
+        state.writer.start_trial(trial_id)
 
 
 def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, float]:

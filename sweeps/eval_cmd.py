@@ -113,7 +113,8 @@ def eval_cmd(
     from evaluators.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError
-    from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock, open_client
+    from sweeps.store import SweepAlreadyRunning, open_client
+    from sweeps.sweep_lock import SweepLock
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False)

@@ -8,8 +8,14 @@ Security of the local cluster: Ray's daemons (GCS, raylet, agents) listen on all
 Ray offers no public setting to bind them to loopback. So a local cluster keeps Ray's token
 authentication on, with a fresh random token per driver passed through the environment
 (``RAY_AUTH_TOKEN``; nothing is written to ~/.ray): a client without the token is refused. A user
-who sets ``RAY_AUTH_MODE`` explicitly gets what they set. Joining an existing cluster
-(``--address``) uses the cluster's own token: ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``.
+who sets ``RAY_AUTH_MODE`` explicitly gets what they set.
+
+Joining an existing cluster (``--address HOST:PORT`` or ``auto``, the GCS address): ``check_cluster``
+runs before anything is created. A Ray Client address (``ray://``) is refused (the Tuner would run on
+the cluster, out of reach of the driver's tracking: every result would be lost). A token given by
+``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH`` turns token mode on for the driver; the GCS is asked
+once with it, and a refusal or silence is ``ClusterUnavailable`` (exit 4) naming the address and what
+to set, instead of Ray's 20 s of repeated log lines and a traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +27,76 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeps.spec_errors import SpecError
+
+
+class ClusterUnavailable(RuntimeError):
+    """The Ray cluster of ``--address`` cannot be joined (nothing answers, or it refuses this driver)."""
+
+
+RAY_CLIENT_REFUSAL = (
+    "--address {address}: a Ray Client address (ray://). Under Ray Client the sweep's Tune loop runs on the "
+    "cluster, out of reach of this driver's MLflow writer, so every result would be lost; nothing was started. "
+    "Run the sweep on a node of the cluster with the GCS address (--address HEAD_HOST:6379, or --address auto on "
+    "the head node), or submit it as a Ray job that runs there: ray job submit --address http://HEAD_HOST:8265 "
+    "--working-dir . -- sweep run SPEC --address auto")
+
+
+def check_cluster(address: str) -> str:
+    """Refuse a ``ray://`` address, turn token mode on when a token is given, and ask the cluster's GCS once;
+    returns the GCS address. ``SpecError`` (exit 2) for ray://, ``ClusterUnavailable`` (exit 4) otherwise."""
+    if address.startswith("ray://"):
+        raise SpecError(RAY_CLIENT_REFUSAL.format(address=address))
+    token_given = bool(os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"))
+    if token_given and not os.environ.get("RAY_AUTH_MODE"):
+        os.environ["RAY_AUTH_MODE"] = "token"
+    _refresh_auth_config()
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        gcs = canonicalize_bootstrap_address(address)
+    except Exception as err:  # noqa: BLE001 - Ray's own message names what it could not find
+        raise ClusterUnavailable(f"--address {address}: {str(err).splitlines()[0]}") from None
+    if not gcs:
+        raise ClusterUnavailable(f"--address {address}: no running Ray cluster found from this machine; pass the head's "
+                                 "GCS address (--address HEAD_HOST:6379)")
+    refusal = _ask_gcs(gcs, token_given)
+    if refusal == "unauthenticated":
+        what = ("its token differs from the one in RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH" if token_given else
+                "it requires its token: set RAY_AUTH_TOKEN=<token> or RAY_AUTH_TOKEN_PATH=<file> (on the head node, "
+                "`ray get-auth-token` prints it)")
+        raise ClusterUnavailable(f"the Ray cluster at {gcs} (--address {address}) refused this driver: {what}")
+    if refusal:
+        raise ClusterUnavailable(f"nothing answers at {gcs} (--address {address}): {refusal}. Is the head node up "
+                                 "(ray start --head --port 6379) and is this its GCS host:port?")
+    return gcs
+
+
+def _ask_gcs(gcs: str, with_token: bool) -> str | None:
+    """One call to the GCS: None when it answers, 'unauthenticated', or what went wrong."""
+    import grpc
+    from ray._raylet import AuthenticationTokenLoader
+
+    metadata = ()
+    if with_token:
+        loader = AuthenticationTokenLoader.instance()
+        metadata = tuple(loader.get_token_for_http_header().items()) if loader.has_token() else ()
+    with grpc.insecure_channel(gcs) as channel:
+        try:
+            channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo")(b"", timeout=10, metadata=metadata)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNAUTHENTICATED:
+                return "unauthenticated"
+            if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                return f"{err.code().name.lower()} ({(err.details() or '').splitlines()[0][:200]})"
+    return None
+
+
+def _refresh_auth_config() -> None:
+    """Ray reads RAY_AUTH_MODE and the token once per process: make it read the environment again."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def prepare_environment(run_dir: Path) -> None:
@@ -171,7 +247,4 @@ def enable_local_token_auth() -> None:
     os.environ["RAY_AUTH_MODE"] = "token"
     if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
         os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    from ray._raylet import AuthenticationTokenLoader, Config
-
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()  # it caches the token too (a later sweep in this process)
+    _refresh_auth_config()  # it caches the token too (a later sweep in this process)

@@ -5,9 +5,12 @@
 * Local ``ray.init`` by default (temp dir ``<run dir>/.ray``, nothing in ~/.ray, token auth on:
   sweeps/ray_cluster.py), or ``address=`` to join an existing cluster; per-trial resources from
   the spec, checked against the cluster before any MLflow run is created.
-* One driver per sweep and run directory (sweeps/sweep_lock.py); a second one is refused.
+* One driver per sweep and run directory (sweeps/sweep_lock.py) and per tracking store (the lease on
+  the parent run, sweeps/store.py); a second one is refused.
 * Trials report through ``tune.report`` in batches (sweeps/trial.py; checkpoints included); the
-  driver-side callback ``MlflowLogger`` (sweeps/driver_log.py) is the only MLflow writer. On a new
+  driver-side callback ``MlflowLogger`` (sweeps/driver_log.py) journals what they report and the
+  tracking writer (sweeps/tracking_writer.py) is the only MLflow writer: trials never wait on MLflow,
+  a store outage loses nothing, a re-run first writes what an earlier driver journaled. On a new
   store, MLflow creates its tables in a thread while Ray and Tune start (all take seconds).
 * ``FailureConfig(max_failures)`` retries a crashed or stalled trial from its last checkpoint;
   steps it replays are not logged twice. A diverged trial is FAILED at once (no retry).
@@ -21,6 +24,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import time
 import traceback
 import threading
@@ -29,17 +33,20 @@ from pathlib import Path
 
 from mlflow.entities import RunTag
 
-from dashboards.collect import resolve_tracking_uri
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.placement import Placement, plan
 from sweeps.progress import LiveProgress
-from sweeps.ray_cluster import (check_resources, cluster_capacity, init_ray, local_capacity, local_temp_dir,
-                                prepare_environment)
+from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity, init_ray, local_capacity,
+                                local_temp_dir, prepare_environment)
 from sweeps.spec import SweepSpec
-from sweeps.sweep_lock import SweepLock, store_lock
+from sweeps.store import default_uri, mask_uri, quiet_mlflow_environment, resolve_uri, store_lock
+from sweeps.sweep_lock import SweepLock
 from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_payload
-from sweeps.tracking import SweepTracker, default_tracking_uri
+from sweeps.tracking import SweepTracker
+from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
+
+INTERRUPTED_DRAIN_S = 15.0  # an interrupted driver writes what it holds for this long; the rest stays journaled
 
 
 @dataclass
@@ -56,6 +63,8 @@ class RunOptions:
     """Live rich table on the terminal."""
     ray_temp_dir: Path | None = None
     """Local Ray temp dir (keep it short: Unix socket paths); default <run_dir>/.ray."""
+    tracking_outage_limit_s: float = 3600.0
+    """How long the tracking store may stay unreachable before the sweep stops (as an interruption)."""
 
 
 @dataclass
@@ -93,15 +102,20 @@ def _open_tracker(spec: SweepSpec, tracking_uri: str, run_dir: Path) -> SweepTra
 def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
     """Run every trial of ``spec`` that is not FINISHED yet; returns the per-trial statuses.
 
-    Raises SpecError (nothing created) for resources no node has, SweepAlreadyRunning when another
-    driver holds this sweep, and SweepInterrupted on Ctrl-C/SIGTERM (runs marked KILLED).
+    Raises SpecError (nothing created) for resources no node has or a ray:// address,
+    ClusterUnavailable when the cluster cannot be joined, SweepAlreadyRunning when another driver holds
+    this sweep, SweepInterrupted on Ctrl-C/SIGTERM and TrackingOutage after a tracking outage longer than
+    the limit (runs marked KILLED where the store answers).
     """
     started = time.time()
     run_dir = options.run_dir.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     prepare_environment(run_dir)
+    quiet_mlflow_environment()
     placement = None
-    if not options.address:  # before any run exists: Tune would wait forever for a trial that cannot fit
+    if options.address:  # ray:// refused, the token's mode set, the GCS asked: before anything is created
+        check_cluster(options.address)
+    else:  # before any run exists: Tune would wait forever for a trial that cannot fit
         capacity = local_capacity(options.num_cpus)
         placement = plan(spec, capacity, local=True)
         check_resources(spec, capacity, placement.tune_resources)
@@ -119,17 +133,24 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
                 placement: Placement) -> SweepResult:
     from ray import tune
 
-    tracking_uri = resolve_tracking_uri(options.tracking_uri, run_dir)
+    tracking_uri = resolve_uri(options.tracking_uri, run_dir)
     sweep_dir = run_dir / spec.name
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
     state = DriverState(scratch=scratch)
+    journal = Journal(journal_path(sweep_dir, tracking_uri))
+    state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
+                                  trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))
     opener = None
-    if tracking_uri == default_tracking_uri(run_dir) and not (run_dir / "mlflow.db").exists():
+    if tracking_uri == default_uri(run_dir) and not (run_dir / "mlflow.db").exists():
         # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
         # CPU) in a thread while Ray starts (the driver mostly waits for its daemons) and Tune starts the
-        # trial workers; the callbacks wait for the tracker if need be.
+        # trial workers; the tracking writer waits for the tracker if need be.
         recorded = None
+        if journal.pending():  # written for a store that is gone: it cannot be replayed anywhere
+            _echo(f"note: {journal.path} holds steps for a store that no longer exists ({mask_uri(tracking_uri)}); "
+                  "starting a new journal")
+            journal.commit([], journal.size)
 
         def open_store():
             try:
@@ -139,8 +160,14 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
 
         opener = threading.Thread(target=open_store, daemon=True)
         opener.start()  # Ray starts at the top of the try below (a failure there ends the sweep FAILED)
+        state.writer.start()
     else:
         recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
+        state.writer.start()
+        if journal.pending():  # an earlier driver's steps that never reached the store: written first
+            _echo(f"writing {journal.held} steps an earlier driver of {spec.name} journaled ({journal.path})")
+            state.writer.drain(None)
+        state.writer.accepted = {tid: info["last_step"] for tid, info in recorded.children.items()}
     scratch.mkdir(parents=True, exist_ok=True)
     if spec.search:  # the one trial of the spec is the template the samples are drawn around
         statuses, pending, shown = {}, spec.trials[:1], []
@@ -189,6 +216,10 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
                 statuses.update(state.outcomes)
                 if any(s == "FAILED" for s in statuses.values()):
                     status = "FAILED"
+    except TrackingOutage:
+        status = "KILLED"
+        _stop_local_ray(options)
+        raise
     except KeyboardInterrupt as err:  # SweepInterrupted, or a KeyboardInterrupt outside our handler
         status = "KILLED"
         _stop_local_ray(options)
@@ -201,16 +232,66 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         if opener is not None:
             opener.join()
         if state.tracker is not None:  # (else MLflow itself failed: that error propagates)
-            state.tracker.client.set_tag(state.tracker.parent_id, "error", error)
+            _best_effort(lambda: state.tracker.client.set_tag(state.tracker.parent_id, "error", error))
         raise
     finally:
         if opener is not None:
             opener.join()
-        if state.tracker is not None:
-            if cluster:
-                state.tracker.client.log_batch(state.tracker.parent_id, tags=[RunTag(k, v) for k, v in cluster.items()])
-            state.tracker.end_sweep(status)
+        _close_tracking(state, status, cluster)
     return SweepResult(tracking_uri, state.wait_for_tracker().parent_id, statuses, time.time() - started)
+
+
+def _echo(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _close_tracking(state: DriverState, status: str, cluster: dict[str, str]) -> None:
+    """Write what the driver holds, then close the runs. A finished sweep waits through an outage (up to the
+    limit: TrackingOutage); an interrupted one writes for INTERRUPTED_DRAIN_S and leaves the rest journaled for
+    the next run; after a store failure the runs are closed if the store answers at all."""
+    writer, tracker = state.writer, state.tracker
+    if tracker is None:
+        writer.close()
+        return
+    if writer.failure is None:
+        try:
+            drained = writer.drain(None if status != "KILLED" else INTERRUPTED_DRAIN_S)
+        except TrackingOutage:
+            drained = False
+            if status != "KILLED":
+                writer.close()
+                _best_effort(lambda: tracker.end_sweep("KILLED"), timeout_s=INTERRUPTED_DRAIN_S)
+                raise
+        writer.close()
+        if not drained:
+            _echo(f"{writer.journal.held} steps are held in {writer.journal.path}; the next run of this sweep writes them")
+
+        def end():
+            if cluster:
+                tracker.client.log_batch(tracker.parent_id, tags=[RunTag(k, v) for k, v in cluster.items()])
+            tracker.end_sweep(status)
+
+        if drained and status != "KILLED":
+            writer.retrying(end)
+        else:
+            _best_effort(end, timeout_s=INTERRUPTED_DRAIN_S)
+    else:
+        writer.close()
+        _best_effort(lambda: tracker.end_sweep("KILLED" if isinstance(writer.failure, KeyboardInterrupt) else status),
+                     timeout_s=INTERRUPTED_DRAIN_S)
+
+
+def _best_effort(call, timeout_s: float = 30.0) -> None:
+    """Try a store write that may fail (the store is down): in a thread, given up after ``timeout_s``."""
+    def attempt():
+        try:
+            call()
+        except Exception as err:  # noqa: BLE001 - the store is unreachable: said, not raised
+            _echo(f"note: could not update the tracking store ({mask_uri(str(err).splitlines()[0][:200])})")
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
 
 
 def _cluster_tag() -> dict[str, str]:

@@ -7,15 +7,12 @@ The lock is an OS file lock (``filelock``: ``flock`` on Unix), so the kernel rel
 owner dies: a lock left by a killed driver is stale and is taken over, with a note naming the
 dead owner. Beside it, ``<lock>.owner`` records the holder's pid, host and start time, which the
 refusal message shows. Two different sweeps hold different locks and run side by side.
-
-``store_lock(uri)`` serialises the creation of a new sqlite store (MLflow's schema migration
-races when two processes create the same file at once); ``open_client(uri)`` opens a store under it,
-for the commands that read a store a driver may be creating (``sweep status``, ``ui``, ``eval``).
+The lock guards the run directory's own files (Ray results, the tracking journal); the store's
+lease (sweeps/store.py) guards the sweep's MLflow runs across run directories and hosts.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -25,9 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-
-class SweepAlreadyRunning(RuntimeError):
-    pass
+from sweeps.store import SweepAlreadyRunning
 
 
 class SweepLock:
@@ -65,25 +60,3 @@ class SweepLock:
             return json.loads(self.owner_file.read_text())
         except (OSError, ValueError):
             return {}
-
-
-def store_lock(tracking_uri: str):
-    """Held while a process opens (and, if new, creates) a sqlite store: a file lock in the store's
-    folder (``.locks/mlflow-store.lock``; for the default store that is the run directory). Other
-    stores (a server) need none."""
-    if not tracking_uri.startswith("sqlite:///"):
-        return contextlib.nullcontext()
-    folder = Path(tracking_uri[len("sqlite:///"):]).resolve().parent
-    (folder / ".locks").mkdir(parents=True, exist_ok=True)
-    return FileLock(str(folder / ".locks" / "mlflow-store.lock"))
-
-
-def open_client(tracking_uri: str):
-    """An ``MlflowClient`` on ``tracking_uri`` with its store opened under ``store_lock``, so a reader
-    never migrates the schema while a driver is creating the same file."""
-    from mlflow.tracking import MlflowClient
-
-    with store_lock(tracking_uri):
-        client = MlflowClient(tracking_uri)  # opens (and, if new, creates) a sqlite store
-        client.search_experiments(max_results=1)
-    return client

@@ -34,28 +34,21 @@ Both tags are (re)written whenever the sweep runs.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
 from trainers.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
-VIEW_ID = "sweep-trials"  # the experiment's saved view of the trial runs
-VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"  # where the MLflow UI keeps a saved view (experiment tag)
 VIEW_NAME = "Sweep trials"
-TRIALS_FILTER = "tags.role = 'trial'"
-BY_RUN_NAME = "tags.`mlflow.runName`"  # the UI's sort key of the Run Name column
-
-
-def default_tracking_uri(run_dir: Path) -> str:
-    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
 
 
 def key_metrics(spec: SweepSpec) -> list[str]:
@@ -88,19 +81,6 @@ def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> 
     return {KIND_TAG: MODEL_TRAINING, VIEW_TAG: json.dumps(view, separators=(",", ":"))}
 
 
-def runs_page_url(server: str, experiment_id: str, tags: dict[str, str] | None = None) -> str:
-    """The MLflow UI page of a sweep's trial runs: the saved trials view when the experiment has it
-    (sweeps recorded before it was introduced: the same filter and sort, default columns)."""
-    query = {"viewStateShareKey": VIEW_ID} if VIEW_TAG in (tags or {}) else \
-        {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": "true"}
-    query["workflowType"] = "machine_learning"  # the "Model training" side of the UI (landing tab: runs)
-    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?{urlencode(query)}"
-
-
-def run_page_url(server: str, experiment_id: str, run_id: str) -> str:
-    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
-
-
 def _spec_file(path: Path) -> str:
     p = Path(path).resolve()
     return str(p.relative_to(REPO_ROOT)) if p.is_relative_to(REPO_ROOT) else str(p)
@@ -120,25 +100,34 @@ class SweepTracker:
                                                                tags=experiment_tags(spec))
         else:
             self.experiment_id = exp.experiment_id
-        parents = self.client.search_runs([self.experiment_id], "tags.role = 'parent'", max_results=1,
-                                          order_by=["attributes.start_time ASC"])
-        self.parent_id = parents[0].info.run_id if parents else None
-        self.children = self._existing_children() if parents else {}  # trial_id -> run info dict
+        self.parent_id = self._oldest_parent()
+        self.children = self._existing_children() if self.parent_id else {}  # trial_id -> run info dict
         self.check_unchanged(spec.trials)  # before anything recorded is touched
+        if self.parent_id is None:
+            run = self.client.create_run(self.experiment_id, run_name=spec.name,
+                                         tags={"role": "parent", "sweep": spec.name})
+            self.parent_id = self._oldest_parent()
+            if self.parent_id != run.info.run_id:  # another driver created one at the same time: one parent
+                self.client.delete_run(run.info.run_id)
+                self.children = self._existing_children()
+        self.lease = DriverLease(self.client, self.parent_id, spec.name, run_dir)
+        note = self.lease.acquire()  # SweepAlreadyRunning when another driver holds this sweep
+        if note:
+            print(note, file=sys.stderr)
         if exp is not None:  # recorded before: the UI tags of this spec (columns may have changed)
             for k, v in experiment_tags(spec, exp.tags).items():
                 self.client.set_experiment_tag(self.experiment_id, k, v)
-        if self.parent_id:
-            self.client.update_run(self.parent_id, status="RUNNING")
-        else:
-            run = self.client.create_run(self.experiment_id, run_name=spec.name,
-                                         tags={"role": "parent", "sweep": spec.name})
-            self.parent_id = run.info.run_id
+        self.client.update_run(self.parent_id, status="RUNNING")
         self.client.set_tag(self.parent_id, "spec_file", _spec_file(spec.path))  # named by the run's description
         self.client.log_artifact(self.parent_id, str(spec.path), "spec")
         self.record_provenance()
         self.buffers: dict[str, list[Metric]] = {}
         self.last_flush: dict[str, float] = {}
+
+    def _oldest_parent(self) -> str | None:
+        parents = self.client.search_runs([self.experiment_id], "tags.role = 'parent'", max_results=1,
+                                          order_by=["attributes.start_time ASC"])
+        return parents[0].info.run_id if parents else None
 
     def _existing_children(self) -> dict[str, dict]:
         runs = self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_id}'",
@@ -188,6 +177,10 @@ class SweepTracker:
     def start_trial(self, trial: Trial) -> str:
         """Create (or reopen) the child run of a trial; returns its run id."""
         info = self.children.get(trial.trial_id)
+        if info is None:  # a retried start whose first try created the run before the store went away
+            info = self._existing_children().get(trial.trial_id)
+            if info:
+                self.children[trial.trial_id] = info
         if info:
             self.client.update_run(info["run_id"], status="RUNNING")
             info["status"] = "RUNNING"
@@ -269,3 +262,4 @@ class SweepTracker:
                 self.client.set_terminated(info["run_id"], status="KILLED")
                 info["status"] = "KILLED"
         self.client.set_terminated(self.parent_id, status=status)
+        self.lease.release()

@@ -24,7 +24,8 @@ from sweeps.runner import _param_space, checkpoint_candidates
 from sweeps.spec import SpecError, load_spec
 from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 from sweeps.trial import STEP_FILE, run_trial, trial_payload
-from sweeps.tracking import SweepTracker, default_tracking_uri
+from sweeps.store import default_uri as default_tracking_uri
+from sweeps.tracking import SweepTracker
 from sweep_testlib import REPO, write_spec
 
 
@@ -148,7 +149,7 @@ def test_a_reader_opens_a_store_only_once_its_creator_is_done(tmp_path):
     file: opened half-way, MLflow would run its schema migration a second time at once."""
     import threading
 
-    from sweeps.sweep_lock import open_client, store_lock
+    from sweeps.store import open_client, store_lock
 
     uri = default_tracking_uri(tmp_path)
     opened = []

@@ -36,7 +36,8 @@ from typer.testing import CliRunner
 from dashboards.report import NOTE_TAG, ReportConfig, report_from_mlflow
 from sweeps.cli import app
 from sweeps.spec import load_spec
-from sweeps.tracking import KIND_TAG, MODEL_TRAINING, VIEW_ID, VIEW_TAG, SweepTracker
+from sweeps.store import VIEW_ID, VIEW_TAG
+from sweeps.tracking import KIND_TAG, MODEL_TRAINING, SweepTracker
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

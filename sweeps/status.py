@@ -1,0 +1,59 @@
+"""What `sweep status NAME` shows: a sweep's trials as its store records them, and those not started yet.
+
+    runs, parent = recorded_trials(client, uri, "dhpo_vs_baselines")   # trial id -> run; StoreMissing if none
+    rows = planned_from_store(client, parent, runs)                    # every trial of the last run's spec
+
+The plan comes from the parent run's ``spec/resolved.yaml`` (every trial id and config of the spec as last
+run, overrides included: sweeps/tracking.py writes it), so a name is enough; trials recorded but no longer
+in the spec are shown too. Nothing is written to the store.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from sweeps.store import sweep_experiment, trial_runs
+
+
+@dataclass
+class StatusRow:
+    trial_id: str
+    method: str
+    steps: int | None  # the trial's planned steps (None: unknown)
+
+
+def recorded_trials(client, uri: str, sweep: str) -> tuple[dict[str, object], object | None]:
+    """The sweep's trial runs by trial id and its parent run (None before one exists)."""
+    exp = sweep_experiment(client, uri, sweep)
+    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
+                                 order_by=["attributes.start_time ASC"])
+    return trial_runs(client, exp.experiment_id), (parents[0] if parents else None)
+
+
+def planned_from_store(client, parent, runs: dict[str, object]) -> list[StatusRow]:
+    """Every trial of the resolved spec on ``parent`` (in spec order), then recorded trials not in it."""
+    resolved = _resolved_spec(client, parent) if parent is not None else {}
+    rows = []
+    for tid, config in (resolved.get("trials") or {}).items():
+        run = runs.get(tid)
+        method = run.data.tags.get("method") if run else None
+        rows.append(StatusRow(tid, method or str((config.get("algorithm") or {}).get("name", "")),
+                              int((config.get("trainer") or {}).get("steps", 0)) or None))
+    for tid in sorted(runs.keys() - {r.trial_id for r in rows}):
+        run = runs[tid]
+        steps = run.data.params.get("trainer.steps")
+        rows.append(StatusRow(tid, run.data.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
+    return rows
+
+
+def _resolved_spec(client, parent) -> dict:
+    with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix=".sweep-status-") as tmp:
+        try:
+            path = client.download_artifacts(parent.info.run_id, "spec/resolved.yaml", tmp)
+        except Exception:  # noqa: BLE001 - a parent from before the resolved spec was recorded: runs only
+            return {}
+        return yaml.safe_load(Path(path).read_text()) or {}

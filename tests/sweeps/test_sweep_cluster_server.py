@@ -1,0 +1,286 @@
+"""A real multi-node Ray cluster and a real MLflow server, used as the README's cluster section says.
+
+A token-protected cluster started with `ray start --head` plus a second node (`ray start --address`) on
+this machine, and `mlflow server` on 127.0.0.1 (sqlite backend), reached through a URI that carries
+credentials (`http://alice:<secret>@127.0.0.1:PORT`: the server ignores them; no output may show the
+secret). The driver has only `RAY_AUTH_TOKEN` set, as the README says. Checked, as a user types it:
+
+* `--address ray://...` is refused with exit 2 before anything is created (no cluster needed);
+* a wrong or missing token: exit 4, one clear line naming the address and what to set, no traceback;
+* a sweep across both nodes with the server stopped for 60 s mid-sweep (MLflow's retry budget cut to
+  seconds): exit 0, the outage said and its end, every step exactly once; a second driver of the same
+  sweep from another run directory meanwhile: exit 3 naming the holder;
+* a driver SIGKILLed during an outage, then re-run once the server is back: the journaled steps are
+  written first, every step exactly once;
+* `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the
+  read commands create no store and say where they looked.
+
+Every process started here (Ray's daemons, the server, drivers) is ended by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from sweep_testlib import REPO, short_cwd, short_ray_dir, steps_of, subprocess_env, sweep_exe, wait_for, write_spec
+
+SECRET = "s3cret-" + secrets.token_hex(4)
+VENV_BIN = REPO / ".venv" / "bin"
+TRACKED = ("actor/entropy", "reward/mean", "trial/step")  # every step logs them
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _exe(name: str) -> str:
+    return str(VENV_BIN / name) if (VENV_BIN / name).exists() else name
+
+
+def _pids_under(marker: str) -> list[int]:
+    """Processes whose command line names ``marker`` (a temp dir of this test)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if marker in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def _kill(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class MlflowServer:
+    """`mlflow server` on 127.0.0.1 over one sqlite file; stop() and start() again on the same port."""
+
+    def __init__(self, root: Path):
+        self.db, self.artifacts, self.port = root / "server.db", root / "server-artifacts", _free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://alice:{SECRET}@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [_exe("mlflow"), "server", "--backend-store-uri", f"sqlite:///{self.db}", "--host", "127.0.0.1",
+             "--port", str(self.port), "--workers", "1", "--artifacts-destination", str(self.artifacts)],
+            env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_for(self._up, timeout=120)
+
+    def _up(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own process group: the server and its workers
+            self.proc.wait(timeout=30)
+        wait_for(lambda: not self._up(), timeout=30)
+
+    def client(self) -> MlflowClient:
+        return MlflowClient(f"http://127.0.0.1:{self.port}")
+
+
+class RayCluster:
+    """`ray start --head` and a second node, token auth, temp dir of this test."""
+
+    def __init__(self):
+        self.temp = short_ray_dir()
+        self.token = secrets.token_hex(32)
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {**subprocess_env(), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
+        common = ["--num-cpus", "2", "--temp-dir", str(self.temp), "--node-ip-address", "127.0.0.1",
+                  "--disable-usage-stats"]
+        for args in (["--head", "--port", str(self.port), "--include-dashboard", "false"], ["--address", self.address]):
+            done = subprocess.run([_exe("ray"), "start", *args, *common], env=env, capture_output=True, text=True,
+                                  timeout=120)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    def stop(self) -> None:
+        _kill(_pids_under(str(self.temp)))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = RayCluster()
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _driver_env(**extra) -> dict[str, str]:
+    # MLflow's http retry budget cut to seconds; the driver's own retrying does the rest
+    return {**subprocess_env(), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5", **extra}
+
+
+def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sweep_exe(), *args], cwd=cwd, env=env or _driver_env(), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def start_sweep(cwd: Path, log: Path, *args: str, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sweep_exe(), *args], cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def trial_runs(client: MlflowClient, sweep_name: str) -> dict:
+    exp = client.get_experiment_by_name(sweep_name)
+    if exp is None:
+        return {}
+    return {r.data.tags["trial_id"]: r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'")}
+
+
+def assert_every_step_once(client: MlflowClient, sweep_name: str, steps: int, trials: int) -> None:
+    runs = trial_runs(client, sweep_name)
+    assert len(runs) == trials and all(r.info.status == "FINISHED" for r in runs.values()), \
+        {t: r.info.status for t, r in runs.items()}
+    for tid, run in runs.items():
+        for key in TRACKED:
+            assert steps_of(client, run.info.run_id, key) == list(range(1, steps + 1)), (tid, key)
+
+
+def test_a_ray_client_address_is_refused_before_anything_is_created():
+    cwd = short_cwd()
+    spec = write_spec(cwd, "client_address", seeds=(0,), steps=2).name
+    done = sweep(cwd, "run", spec, "--address", "ray://127.0.0.1:10001")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Ray Client" in done.stderr and "ray job submit" in done.stderr and "Traceback" not in done.stderr
+    assert not (cwd / "runs" / "mlflow.db").exists() and not (cwd / "runs" / "client_address").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_wrong_or_missing_token_is_one_clear_error(cluster):
+    cwd = short_cwd()
+    spec = write_spec(cwd, "token_check", seeds=(0,), steps=2).name
+    for env, said in (({"RAY_AUTH_TOKEN": "0" * 64}, "differs"), ({}, "RAY_AUTH_TOKEN")):
+        done = sweep(cwd, "run", spec, "--address", cluster.address, env=_driver_env(**env))
+        assert done.returncode == 4, done.stdout + done.stderr
+        assert "refused this driver" in done.stderr and said in done.stderr and cluster.address in done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 3, done.stderr
+    assert not (cwd / "runs" / "token_check").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_sweep_over_two_nodes_survives_a_server_outage_and_a_second_driver_is_refused(cluster, server):
+    cwd, other = short_cwd(), short_cwd()
+    steps = 10
+    spec = write_spec(cwd, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5).name
+    write_spec(other, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5)
+    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    log = cwd / "driver.log"
+    driver = start_sweep(cwd, log, "run", spec, "--address", cluster.address, "--tracking-uri", server.uri,
+                         "--no-progress", env=env)
+    client = server.client()
+    try:
+        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
+                             for r in trial_runs(client, "outage").values()), timeout=600)
+        second = sweep(other, "run", "outage.yaml", "--address", cluster.address, "--tracking-uri", server.uri,
+                       "--no-progress", env=env)
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert "already running against this tracking store" in second.stderr and f"pid {driver.pid}" in second.stderr
+        server.stop()
+        wait_for(lambda: "unreachable since" in log.read_text(), timeout=120)
+        time.sleep(60)
+        server.start()
+        assert driver.wait(timeout=900) == 0, log.read_text()[-4000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    out = log.read_text()
+    assert "reachable again after" in out and "View run" not in out and SECRET not in out
+    assert SECRET not in second.stdout + second.stderr
+    assert_every_step_once(client, "outage", steps, trials=2)
+    nodes = {r.data.tags.get("ray.node_id") for r in trial_runs(client, "outage").values()}
+    assert len(nodes) == 2, nodes  # one trial on each node (2 CPUs each, one CPU per trial, two at once)
+    parent = client.search_runs([client.get_experiment_by_name("outage").experiment_id], "tags.role = 'parent'")[0]
+    assert parent.info.status == "FINISHED" and "driver.lease" not in parent.data.tags
+    assert all(SECRET not in v for v in parent.data.tags.values())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_driver_killed_during_an_outage_loses_nothing(cluster, server):
+    cwd = short_cwd()
+    steps = 8
+    spec = write_spec(cwd, "killed_in_outage", seeds=(0,), steps=steps, max_concurrent=2,
+                      report_interval_s=0.5).name
+    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    args = ("run", spec, "--address", cluster.address, "--tracking-uri", server.uri, "--no-progress")
+    log = cwd / "first.log"
+    driver = start_sweep(cwd, log, *args, env=env)
+    client = server.client()
+    try:
+        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
+                             for r in trial_runs(client, "killed_in_outage").values()), timeout=600)
+        server.stop()
+        wait_for(lambda: "unreachable since" in log.read_text(), timeout=120)
+        time.sleep(10)  # more steps journaled while the server is down
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=60)
+    journal = next((cwd / "runs" / "killed_in_outage" / "tracking").glob("journal-*.jsonl"))
+    assert journal.stat().st_size > 0  # steps the store never got
+    server.start()
+    again = sweep(cwd, *args, env=env, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "an earlier driver" in again.stderr and "journaled" in again.stderr
+    assert_every_step_once(client, "killed_in_outage", steps, trials=2)
+
+    # The read commands, by name, against the server (through MLFLOW_TRACKING_URI, the one way for all)
+    read_env = {**env, "MLFLOW_TRACKING_URI": server.uri}
+    status = sweep(cwd, "status", "killed_in_outage", env=read_env)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.count("FINISHED") == 2 and f"{steps}/{steps}" in status.stdout
+    report = sweep(cwd, "report", "killed_in_outage", env=read_env)
+    assert report.returncode == 0, report.stderr
+    ui = sweep(cwd, "ui", "killed_in_outage", env=read_env, timeout=60)
+    assert ui.returncode == 0 and f"http://alice:***@127.0.0.1:{server.port}/#/experiments/" in ui.stdout, ui.stdout
+    for done in (again, status, report, ui):
+        assert SECRET not in done.stdout + done.stderr and "View run" not in done.stdout
+    # Without the URI the read commands look in ./runs/mlflow.db of another directory: nothing there, none created
+    empty = short_cwd()
+    for command in (("status", "killed_in_outage"), ("report", "killed_in_outage"), ("ui", "killed_in_outage")):
+        done = sweep(empty, *command, env=_driver_env(), timeout=60)
+        assert done.returncode == 2 and "no MLflow store at" in done.stderr, (command, done.stdout, done.stderr)
+    assert not (empty / "runs" / "mlflow.db").exists()
