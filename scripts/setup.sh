@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the project virtualenv in ./.venv (no sudo for pip; apt only for Chromium).
-#   bash scripts/setup.sh            # core + dev + verl extras, then pip check
+#   bash scripts/setup.sh            # core + dev + verl + server extras, then pip check
 # torch==2.13.0 (the CPU build) is installed first, and constraints.txt pins it on every
 # pip call so no other package can pull a CUDA build.
 set -euo pipefail
@@ -16,9 +16,9 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 $PIP install -q torch==2.13.0
-# The project, its test tools and the verl plug-in with verl's own (core) dependencies, in one
-# resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
-$PIP install -q -c constraints.txt -e ".[dev,verl]"
+# The project, its test tools, the verl plug-in with verl's own (core) dependencies and the
+# PostgreSQL driver of the server extra, in one resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
+$PIP install -q -c constraints.txt -e ".[dev,verl,server]"
 # verl requires ray[default]. With Ray's dashboard packages importable, every local cluster also
 # starts the dashboard head, the dashboard agent and the autoscaler monitor with Prometheus metrics
 # ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
@@ -85,6 +85,25 @@ $(tail -n 15 "$chromium_log" | sed 's/^/    | /')"
     case "${CI:-}" in
       true | TRUE | True | 1)
         echo "ERROR: CI=true and Chromium could not be installed: set-up fails (exit 1)." >&2
+        exit 1 ;;
+    esac
+  fi
+fi
+# PostgreSQL's server binaries for the PostgreSQL tracking-store test (tests/sweeps/test_sweep_cluster_server.py,
+# skipped without them; run under CI=true), from Debian's packages, as root; as for Chromium above.
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+if ! have_postgres; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null 2>&1; } || true
+  fi
+  if ! have_postgres; then
+    echo "WARNING: PostgreSQL (initdb) is not installed: the PostgreSQL store test is SKIPPED (apt-get install postgresql)" >&2
+    case "${CI:-}" in
+      true | TRUE | True | 1)
+        echo "ERROR: CI=true and PostgreSQL could not be installed: set-up fails (exit 1)." >&2
         exit 1 ;;
     esac
   fi

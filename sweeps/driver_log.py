@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,9 @@ class DriverState:
     seen_meta: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)  # reported keys not logged (each warned about once)
     scratch: Path | None = None  # where a stalled trial's watchdog leaves its reason (sweeps/trial.py)
+    slot: dict[str, float] = field(default_factory=dict)  # what one trial asks of Ray (its Tune slot)
+    waiting_since: float | None = None  # trials pending and none running since then
+    waiting_said: bool = False
 
     def stall_reason(self, trial_id: str) -> str | None:
         marker = stall_marker(self.scratch, trial_id) if self.scratch else None
@@ -88,6 +92,7 @@ class MlflowLogger(Callback):
     def on_step_begin(self, iteration, trials, **info):
         if self.state is not None:
             self.state.writer.raise_if_failed()
+            _say_if_waiting(self.state, trials)
 
     def on_trial_start(self, iteration, trials, trial, **info):
         if self.state is None:
@@ -164,6 +169,34 @@ class MlflowLogger(Callback):
         s.reasons[tid] = reason
         if s.progress:
             s.progress.update(tid, state="FAILED")
+
+
+WAIT_NOTE_S = 30.0  # trials pending and none running for this long: say why
+
+
+def _say_if_waiting(state: DriverState, trials) -> None:
+    """Once per wait: 'waiting for resources: each trial needs X; the cluster has Y free of Z'."""
+    statuses = [t.status for t in trials]
+    if "RUNNING" in statuses or "PENDING" not in statuses:
+        state.waiting_since, state.waiting_said = None, False
+        return
+    now = time.monotonic()
+    if state.waiting_since is None:
+        state.waiting_since = now
+    if state.waiting_said or now - state.waiting_since < WAIT_NOTE_S:
+        return
+    state.waiting_said = True
+    import ray
+
+    free, total = ray.available_resources(), ray.cluster_resources()
+
+    def show(res: dict) -> str:
+        return ", ".join(f"{res.get(k, 0):g} {k}" for k in ("CPU", "GPU"))
+
+    need = ", ".join(f"{v:g} {k.upper()}" for k, v in state.slot.items() if v) or "nothing"
+    print(f"waiting for resources: {statuses.count('PENDING')} trial(s) pending, none running for "
+          f"{now - state.waiting_since:.0f}s; each trial needs {need}; the cluster has {show(free)} free of "
+          f"{show(total)} (other jobs on the cluster hold the rest)", file=sys.stderr, flush=True)
 
 
 def _ensure_run(state: DriverState, trial_id: str) -> None:

@@ -56,7 +56,7 @@ class RunOptions:
     tracking_uri: str | None = None
     """MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<run_dir>/mlflow.db."""
     address: str | None = None
-    """Ray cluster address to join (e.g. ray://head:10001 or auto); default: a local ray.init."""
+    """Ray cluster (GCS) address to join, e.g. head:6379 or auto (ray:// is refused); default: a local ray.init."""
     num_cpus: int | None = None
     """CPUs of the local Ray instance (default: all)."""
     show_progress: bool = True
@@ -137,7 +137,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     sweep_dir = run_dir / spec.name
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
-    state = DriverState(scratch=scratch)
+    state = DriverState(scratch=scratch, slot=dict(placement.tune_resources))
     journal = Journal(journal_path(sweep_dir, tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
                                   trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))

@@ -41,7 +41,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease
+from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease, is_server
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
 from trainers.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
 
@@ -95,7 +95,8 @@ class SweepTracker:
         self.tracking_uri = tracking_uri
         exp = self.client.get_experiment_by_name(spec.name)
         if exp is None:
-            artifacts = (run_dir / "mlartifacts").resolve().as_uri() if tracking_uri.startswith("sqlite") else None
+            # a database store (sqlite, PostgreSQL): artifacts in the run dir; a server keeps its own
+            artifacts = None if is_server(tracking_uri) else (run_dir / "mlartifacts").resolve().as_uri()
             self.experiment_id = self.client.create_experiment(spec.name, artifact_location=artifacts,
                                                                tags=experiment_tags(spec))
         else:
