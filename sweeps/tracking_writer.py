@@ -74,10 +74,10 @@ class Journal:
         self.held = sum(len(op.get("steps", ())) for op in self._ops(self.committed, self.size))
 
     def _ops(self, start: int, end: int):
-        with open(self.path, "rb") as f:
+        with open(self.path, "rb") as f:  # line by line: a long outage's journal is never read whole
             f.seek(start)
-            for line in f.read(end - start).splitlines():
-                yield json.loads(line)
+            while f.tell() < end:
+                yield json.loads(f.readline())
 
     def append(self, op: dict) -> None:
         line = (json.dumps(op, separators=(",", ":")) + "\n").encode()

@@ -1,0 +1,175 @@
+"""Fast tests of the store module and the tracking writer on a real sqlite store, no Ray: credential
+masking, transient errors, the lease across "hosts", the journal's durability, and an outage of the store
+(injected into the real client) that loses nothing and is said once and on recovery."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from sweeps.spec import load_spec
+from sweeps.store import (LEASE_TAG, DriverLease, StoreMissing, SweepAlreadyRunning, default_uri, is_transient,
+                          mask_uri, open_existing)
+from sweeps.tracking import SweepTracker
+from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
+from sweep_testlib import steps_of, write_spec
+
+
+@pytest.mark.parametrize("uri, shown", [
+    ("postgresql+psycopg2://alice:p%40ss@db:5432/mlflow", "postgresql+psycopg2://alice:***@db:5432/mlflow"),
+    ("http://bob:tok3n@10.0.0.1:5000", "http://bob:***@10.0.0.1:5000"),
+    ("error at https://u:x@h/api?token=abc&x=1 failed", "error at https://u:***@h/api?token=***&x=1 failed"),
+    ("sqlite:////abs/mlflow.db", "sqlite:////abs/mlflow.db"),
+    ("http://127.0.0.1:5000", "http://127.0.0.1:5000"),
+])
+def test_credentials_are_masked_and_nothing_else_changes(uri, shown):
+    assert mask_uri(uri) == shown
+
+
+def test_transient_errors_are_told_from_real_ones():
+    try:
+        try:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+        except ConnectionRefusedError as cause:
+            raise MlflowException("API request to http://h/api/2.0/mlflow/runs/log-batch failed") from cause
+    except MlflowException as err:
+        assert is_transient(err)
+    assert is_transient(MlflowException("API request failed: too many 503 error responses"))
+    assert not is_transient(MlflowException("INVALID_PARAMETER_VALUE: Invalid metric name: 'a@b'"))
+
+
+def test_read_commands_never_create_a_store(tmp_path):
+    uri = default_uri(tmp_path / "runs")
+    with pytest.raises(StoreMissing, match="no MLflow store at .*mlflow.db"):
+        open_existing(uri)
+    assert not (tmp_path / "runs" / "mlflow.db").exists()
+
+
+@pytest.fixture
+def spec(tmp_path):
+    return load_spec(write_spec(tmp_path, "store_unit", seeds=(0,), variants=[{"algorithm": "grpo"}]))
+
+
+def test_a_second_driver_anywhere_is_refused_and_a_stale_lease_is_taken_over(spec, tmp_path, monkeypatch):
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)  # holds the lease
+    other = DriverLease(MlflowClient(default_uri(run_dir)), tracker.parent_id, spec.name, tmp_path / "elsewhere")
+    other.me["host"] = "another-host"
+    with pytest.raises(SweepAlreadyRunning, match=r"already running against this tracking store: pid \d+ on "):
+        other.acquire()
+    held = json.loads(tracker.client.get_run(tracker.parent_id).data.tags[LEASE_TAG])
+    assert held["token"] == tracker.lease.me["token"]  # the refused driver changed nothing
+    monkeypatch.setattr("sweeps.store.LEASE_STALE_S", 0.0)  # the holder stopped renewing (a dead host)
+    assert "taking over the lease" in other.acquire()
+    with pytest.raises(SweepAlreadyRunning, match="taken over"):
+        tracker.lease.heartbeat()  # the first driver learns it at its next heartbeat and stops
+    other.release()
+    assert LEASE_TAG not in tracker.client.get_run(tracker.parent_id).data.tags
+
+
+def test_the_journal_drops_a_torn_line_and_keeps_its_offset(tmp_path):
+    path = tmp_path / "j.jsonl"
+    journal = Journal(path)
+    journal.append({"op": "steps", "trial": "a", "steps": [[1, 0.0, {}], [2, 0.0, {}]]})
+    journal.append({"op": "tags", "trial": "a", "tags": {}})
+    with open(path, "ab") as f:
+        f.write(b'{"op": "steps", "tri')  # a driver killed mid-append
+    again = Journal(path)
+    ops, end = again.read()
+    assert [op["op"] for op in ops] == ["steps", "tags"] and again.held == 2
+    again.commit(ops[:1], len(path.read_bytes().splitlines(keepends=True)[0]))
+    third = Journal(path)
+    assert [op["op"] for op in third.read()[0]] == ["tags"] and third.held == 0
+    third.commit(third.read()[0], third.size)
+    assert path.stat().st_size == 0 and not Journal(path).pending()  # caught up: emptied
+
+
+class _Outage:
+    """The real client's writes fail as an unreachable server's do while ``down`` is true."""
+
+    def __init__(self, client):
+        self.client, self.down, self.calls = client, False, 0
+
+    def __getattr__(self, name):
+        real = getattr(self.client, name)
+        if name not in ("log_batch", "set_tag", "create_run", "update_run", "set_terminated", "get_run"):
+            return real
+
+        def call(*args, **kwargs):
+            self.calls += 1
+            if self.down:
+                try:
+                    raise ConnectionRefusedError("[Errno 111] Connection refused")
+                except ConnectionRefusedError as cause:
+                    raise MlflowException("API request to http://127.0.0.1:5000 failed") from cause
+            return real(*args, **kwargs)
+        return call
+
+
+def _writer(spec, run_dir, limit: float, said: list):
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
+    tracker.client = outage = _Outage(tracker.client)
+    tracker.lease.client = outage
+    journal = Journal(journal_path(run_dir / spec.name, default_uri(run_dir)))
+    writer = TrackingWriter(journal, lambda: tracker, limit, said.append, trial_of=lambda tid, _: spec.trials[0])
+    writer.start()
+    return tracker, outage, writer
+
+
+def test_an_outage_loses_nothing_and_is_said_once_and_on_recovery(spec, tmp_path):
+    run_dir, said = tmp_path / "runs", []
+    tracker, outage, writer = _writer(spec, run_dir, limit=60.0, said=said)
+    tid = spec.trials[0].trial_id
+    writer.start_trial(tid)
+    writer.log_steps(tid, [(s, 1000.0 + s, {"actor/entropy": s / 10}) for s in range(1, 6)])
+    assert writer.drain(30)
+    outage.down = True
+    started = time.monotonic()
+    for s in range(6, 41):  # the driver goes on accepting steps; none of these calls waits on the store
+        writer.log_steps(tid, [(s, 1000.0 + s, {"actor/entropy": s / 10})])
+    writer.log_steps(tid, [(s, 0.0, {"actor/entropy": -1.0}) for s in range(30, 41)])  # a retry replaying steps
+    assert time.monotonic() - started < 5
+    time.sleep(3)
+    assert not writer.drain(0.1) and sum("unreachable since" in m for m in said) == 1
+    outage.down = False
+    assert writer.drain(60)
+    writer.end_trial(tid, "FINISHED")
+    assert writer.drain(30)
+    writer.close()
+    assert any("reachable again after" in m and "writing 35 held steps" in m for m in said), said
+    client = MlflowClient(default_uri(run_dir))
+    run_id = tracker.children[tid]["run_id"]
+    history = client.get_metric_history(run_id, "actor/entropy")
+    assert sorted(m.step for m in history) == list(range(1, 41))  # each step exactly once
+    assert all(m.value == m.step / 10 for m in history)  # the replayed values were not logged
+    assert client.get_run(run_id).info.status == "FINISHED"
+
+
+def test_an_outage_past_the_limit_ends_as_an_interruption_and_the_journal_keeps_it(spec, tmp_path):
+    run_dir, said = tmp_path / "runs", []
+    tracker, outage, writer = _writer(spec, run_dir, limit=2.0, said=said)
+    tid = spec.trials[0].trial_id
+    writer.start_trial(tid)
+    assert writer.drain(30)
+    outage.down = True
+    writer.log_steps(tid, [(s, 1000.0 + s, {"actor/entropy": 0.5}) for s in range(1, 11)])
+    with pytest.raises(TrackingOutage, match=r"unreachable for \d+s \(limit 2s.*10 steps are held in .*run the same "):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            writer.raise_if_failed()
+            time.sleep(0.1)
+    assert TrackingOutage.exit_code == 75
+    # The next driver (the store is back) writes what this one journaled, each step once.
+    outage.down = False
+    again = Journal(writer.journal.path)
+    assert again.held == 10
+    replay = TrackingWriter(again, lambda: tracker, 60.0, said.append, trial_of=lambda tid, _: spec.trials[0])
+    replay.start()
+    assert replay.drain(30)
+    replay.close()
+    assert steps_of(MlflowClient(default_uri(run_dir)), tracker.children[tid]["run_id"], "actor/entropy") == \
+        list(range(1, 11))
