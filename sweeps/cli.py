@@ -5,8 +5,9 @@
     sweep run sspo_temperature_grid.yaml --dry-run       # expanded trial table + resources
     sweep run dhpo_vs_baselines.yaml --smoke             # one seed, a few steps per trial
     sweep resume dhpo_vs_baselines.yaml                  # = run again: finished trials are skipped
-    sweep status dhpo_vs_baselines                       # trials and their MLflow state
+    sweep status dhpo_vs_baselines                       # trials and their MLflow state (by the sweep's name)
     sweep ui                                             # MLflow UI on 127.0.0.1 for runs/mlflow.db
+    sweep run my.yaml --address HEAD:6379 --tracking-uri http://mlflow:5000   # a Ray cluster, a shared server
     sweep ui dhpo_vs_baselines --open                    # ... and the sweep's runs, ready to compare
     sweep ls-objectives
     sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (eval_cmd.py)

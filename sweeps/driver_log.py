@@ -33,6 +33,7 @@ from ray.tune import Callback
 from sweeps.interrupts import InterruptGuard
 from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
+from sweeps.store import mask_uri
 from sweeps.trial import stall_marker, trial_from_tune_config, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
@@ -222,7 +223,7 @@ def _tid(tune_trial) -> str:
 
 def _error_text(trial) -> str:
     has_file = trial.error_file and Path(trial.error_file).is_file()
-    return Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}"
+    return mask_uri(Path(trial.error_file).read_text() if has_file else f"trial failed: {trial.error_msg}")
 
 
 def _last_line(error: str) -> str:

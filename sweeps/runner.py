@@ -228,7 +228,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         raise
     except Exception:
         status = "FAILED"
-        error = traceback.format_exc()[-4000:]
+        error = mask_uri(traceback.format_exc()[-4000:])  # an MLflow error names the store's URI
         if opener is not None:
             opener.join()
         if state.tracker is not None:  # (else MLflow itself failed: that error propagates)
