@@ -287,6 +287,42 @@ def test_a_driver_killed_during_an_outage_loses_nothing(cluster, server):
     assert not (empty / "runs" / "mlflow.db").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_sweep_waiting_for_resources_says_what_it_waits_for(cluster, server):
+    """Another job holds both CPUs of the cluster: after 30 s the driver says what it needs and what is free;
+    once the job ends the sweep runs."""
+    cwd = short_cwd()
+    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    holder = subprocess.Popen(
+        [_exe("python"), "-c",
+         "import ray, time\n"
+         f"ray.init(address='{cluster.address}', log_to_driver=False)\n"
+         "@ray.remote(num_cpus=1)\nclass Hold:\n    def ping(self): return 1\n"
+         "held = [Hold.remote() for _ in range(2)]\nray.get([h.ping.remote() for h in held])\n"
+         "print('HOLDING', flush=True)\ntime.sleep(3600)\n"],
+        env={**env, "RAY_AUTH_MODE": "token"}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        start_new_session=True)
+    spec = write_spec(cwd, "waits", seeds=(0,), steps=4, variants=[{"algorithm": "grpo"}]).name
+    log = cwd / "driver.log"
+    driver = None
+    try:
+        assert holder.stdout.readline().strip() == "HOLDING"
+        driver = start_sweep(cwd, log, "run", spec, "--address", cluster.address, "--tracking-uri", server.uri,
+                             "--no-progress", env=env)
+        wait_for(lambda: "waiting for resources" in log.read_text(), timeout=120)
+        line = next(x for x in log.read_text().splitlines() if "waiting for resources" in x)
+        assert "1 trial(s) pending" in line and "each trial needs 1 CPU" in line and "0 CPU, 0 GPU free of 2 CPU" in line
+        os.killpg(holder.pid, signal.SIGKILL)  # the other job ends: its CPUs come back
+        holder.wait(timeout=30)
+        assert driver.wait(timeout=300) == 0, log.read_text()[-3000:]
+    finally:
+        for proc in (holder, driver):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert log.read_text().count("waiting for resources") == 1
+
+
 def _postgres_bin(name: str) -> str | None:
     import shutil
 
