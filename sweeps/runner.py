@@ -137,7 +137,8 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     sweep_dir = run_dir / spec.name
     results_dir = sweep_dir / "ray_results"
     scratch = sweep_dir / "scratch"
-    state = DriverState(scratch=scratch, slot=dict(placement.tune_resources))
+    state = DriverState(scratch=scratch, slot=dict(placement.tune_resources),
+                        by_id={} if spec.search else {t.trial_id: t for t in spec.trials})
     journal = Journal(journal_path(sweep_dir, tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
                                   trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))
@@ -148,9 +149,9 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         # trial workers; the tracking writer waits for the tracker if need be.
         recorded = None
         if journal.pending():  # written for a store that is gone: it cannot be replayed anywhere
-            _echo(f"note: {journal.path} holds steps for a store that no longer exists ({mask_uri(tracking_uri)}); "
-                  "starting a new journal")
-            journal.commit([], journal.size)
+            kept = journal.set_aside("store-gone")
+            _echo(f"note: the journal of this sweep held steps for a store that no longer exists "
+                  f"({mask_uri(tracking_uri)}); kept in {kept}, starting a new one")
 
         def open_store():
             try:
@@ -163,10 +164,9 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         state.writer.start()
     else:
         recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
-        state.writer.start()
         if journal.pending():  # an earlier driver's steps that never reached the store: written first
-            _echo(f"writing {journal.held} steps an earlier driver of {spec.name} journaled ({journal.path})")
-            state.writer.drain(None)
+            _replay(journal, state, options.tracking_outage_limit_s)
+        state.writer.start()
         state.writer.accepted = {tid: info["last_step"] for tid, info in recorded.children.items()}
     scratch.mkdir(parents=True, exist_ok=True)
     if spec.search:  # the one trial of the spec is the template the samples are drawn around
@@ -174,7 +174,6 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     else:
         statuses = {t.trial_id: "SKIPPED" for t in spec.trials if recorded and recorded.finished(t)}
         pending = [t for t in spec.trials if t.trial_id not in statuses]
-        state.by_id = {t.trial_id: t for t in spec.trials}
         shown = spec.trials
     state.progress = LiveProgress(spec.name, shown, statuses) if options.show_progress else None
     status = "FINISHED"
@@ -239,6 +238,25 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
             opener.join()
         _close_tracking(state, status, cluster)
     return SweepResult(tracking_uri, state.wait_for_tracker().parent_id, statuses, time.time() - started)
+
+
+def _replay(journal: Journal, state: DriverState, limit_s: float) -> None:
+    """Write what an earlier driver journaled, before any trial starts (checkpoints are chosen by what the store
+    has). Operations the store refuses (not an outage) are kept aside, said, and the sweep goes on: the trials
+    resume from a checkpoint early enough to report those steps again."""
+    _echo(f"writing {journal.held} steps an earlier driver of {state.tracker.spec.name} journaled ({journal.path})")
+    replay = TrackingWriter(journal, lambda: state.tracker, limit_s, _echo, trial_of=state.writer.trial_of)
+    replay.start()
+    try:
+        replay.drain(None)
+    except TrackingOutage:
+        raise
+    except Exception as err:  # noqa: BLE001 - a refused operation must not block every later run
+        kept = journal.set_aside("rejected")
+        _echo(f"note: the tracking store refused what an earlier driver journaled ({mask_uri(str(err))[:300]}); "
+              f"kept in {kept}; going on")
+    finally:
+        replay.close()
 
 
 def _echo(message: str) -> None:

@@ -118,6 +118,19 @@ class Journal:
             tmp.write_text(str(self.committed))
             os.replace(tmp, self.offset_path)
 
+    def set_aside(self, why: str) -> Path:
+        """Keep the unwritten operations in ``<journal>.<why>-<time>.jsonl`` and start an empty journal."""
+        with self.lock:
+            kept = self.path.with_name(f"{self.path.stem}.{why}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+            with open(self.path, "rb") as src, open(kept, "wb") as dst:
+                src.seek(self.committed)
+                dst.write(src.read())
+            with open(self.path, "wb"):
+                pass
+            self.size = self.committed = self.held = 0
+            self.offset_path.write_text("0")
+        return kept
+
     def pending(self) -> bool:
         with self.lock:
             return self.committed < self.size

@@ -173,3 +173,24 @@ def test_an_outage_past_the_limit_ends_as_an_interruption_and_the_journal_keeps_
     replay.close()
     assert steps_of(MlflowClient(default_uri(run_dir)), tracker.children[tid]["run_id"], "actor/entropy") == \
         list(range(1, 11))
+
+
+def test_a_journal_the_store_refuses_is_kept_aside_and_does_not_block_the_sweep(spec, tmp_path):
+    from sweeps.driver_log import DriverState
+    from sweeps.runner import _replay
+
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
+    tid = spec.trials[0].trial_id
+    journal = Journal(journal_path(run_dir / spec.name, default_uri(run_dir)))
+    journal.append({"op": "start", "trial": tid})
+    journal.append({"op": "steps", "trial": tid, "steps": [[1, 1000.0, {"actor/entropy": 0.5}]]})
+    journal.append({"op": "tags", "trial": tid, "tags": {"x" * 300: "a tag key longer than MLflow allows"}})
+    state = DriverState(by_id={tid: spec.trials[0]})
+    state.tracker = tracker
+    state.writer = TrackingWriter(journal, lambda: tracker, 60.0, print, trial_of=lambda t, _: spec.trials[0])
+    _replay(journal, state, 60.0)
+    assert not journal.pending()
+    kept = list(journal.path.parent.glob("*.rejected-*.jsonl"))
+    assert len(kept) == 1 and '"op":"tags"' in kept[0].read_text()  # what the store refused, kept for the user
+    assert steps_of(MlflowClient(default_uri(run_dir)), tracker.children[tid]["run_id"], "actor/entropy") == [1]
