@@ -113,7 +113,7 @@ def eval_cmd(
     from evaluators.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError
-    from sweeps.store import SweepAlreadyRunning, open_client
+    from sweeps.store import StoreMissing, SweepAlreadyRunning, mask_uri, open_client, require_store
     from sweeps.sweep_lock import SweepLock
 
     def say(line: str) -> None:
@@ -123,13 +123,18 @@ def eval_cmd(
                        data_dir, files, limit, seed, batch_size, device, dtype, tp, base)
     run_dir = run_dir.resolve()
     uri = resolve_tracking_uri(tracking_uri, run_dir)
-    client = open_client(uri)
+    try:
+        if not Path(target).is_dir():  # a sweep or a trial is looked up in a store that must exist
+            require_store(uri)
+    except StoreMissing as err:
+        raise _fail(str(err))
+    client = open_client(uri)  # a bare checkpoint's run goes into experiment 'eval', made if need be
     try:
         resolved = resolve(target, client, run_dir, sweep=sweep)
         cfg = effective_config(resolved.spec_eval, options, smoke)
         problems = load_problems(cfg, say)  # every file once, now: a missing one fails before any model is loaded
     except (TargetError, SpecError, EvalConfigError, FileNotFoundError, ValueError) as err:
-        raise _fail(str(err))
+        raise _fail(mask_uri(str(err)))
     for reason in resolved.skipped or []:
         err_console.print(f"skipped: {reason}", markup=False, highlight=False)
 
