@@ -101,7 +101,9 @@ def test_report_command_on_a_store(app, known_store, tmp_path):
     assert r.exit_code == 0 and (tmp_path / "env" / "table.md").exists(), r.output
     r = CliRunner().invoke(app, ["report", known_store.sweep, "--no-log", "--tracking-uri",
                                  f"sqlite:///{tmp_path / 'none.db'}"], env={"MLFLOW_TRACKING_URI": known_store.uri})
-    assert r.exit_code == 2 and "unknown sweep" in r.output
+    # --tracking-uri wins; a store that does not exist is named and not created (a read command never creates one)
+    assert r.exit_code == 2 and "no MLflow store at" in r.output and "none.db" in r.output
+    assert not (tmp_path / "none.db").exists()
     r = CliRunner().invoke(app, ["report", "nope", "--tracking-uri", known_store.uri, "--out", str(out)])
     assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
 
