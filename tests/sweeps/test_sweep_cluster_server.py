@@ -392,6 +392,26 @@ def test_a_postgresql_store_takes_a_sweep_and_its_password_is_never_shown(postgr
     assert missing.returncode == 2 and "on_postgres" in missing.stderr
     for done in (run, status, report, missing):
         assert SECRET not in done.stdout + done.stderr
+    # `sweep ui` on a database URI starts a UI on it (the password handed over in the environment)
+    port, log = _free_port(), cwd / "ui.log"
+    ui = start_sweep(cwd, log, "ui", "on_postgres", "--tracking-uri", postgres, "--port", str(port), env=_driver_env())
+    try:
+        def experiments():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=10",
+                                            timeout=5) as page:
+                    return page.read().decode()
+            except OSError:
+                return None
+        assert "on_postgres" in wait_for(experiments, timeout=180)
+        # the server it started (not the command the user typed) has no password on its command line
+        command_lines = [(Path("/proc") / str(pid) / "cmdline").read_bytes() for pid in _pids_under("mlflow")
+                         if pid != ui.pid]
+        assert command_lines and not any(SECRET.encode() in line for line in command_lines)
+    finally:
+        os.killpg(ui.pid, signal.SIGKILL)
+        ui.wait(timeout=30)
+    assert "alice:***@" in log.read_text() and SECRET not in log.read_text()
     client = MlflowClient(postgres)
     exp = client.get_experiment_by_name("on_postgres")
     for r in client.search_runs([exp.experiment_id]):
