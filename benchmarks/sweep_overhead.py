@@ -48,7 +48,7 @@ tail = last result to the end. The 2 cores are shared with other jobs, so a /pro
 CPU seconds of this process tree (driver, Ray daemons, workers) and of everything else: efficiency is
 also shown against the cores the other jobs left free, and (a)'s CPU over (b)'s / (c)'s CPU is a
 load-independent measure of what Ray and the platform cost. In mode (c) this process patches
-``SweepTracker`` methods and ``sweeps.runner._init_ray`` with timers (restored after; no file changes).
+``SweepTracker`` methods and ``sweeps.runner.init_ray`` with timers (restored after; no file changes).
 """
 
 from __future__ import annotations
@@ -272,21 +272,21 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
     spec = load_spec(spec_path)
     import sweeps.runner as runner
 
-    init_ray, ray_init_s = runner._init_ray, []
+    init_ray, ray_init_s = runner.init_ray, []
 
     def timed_init_ray(*args, **kwargs):  # patched in this process only, restored below
         t0 = time.perf_counter()
         init_ray(*args, **kwargs)
         ray_init_s.append(time.perf_counter() - t0)
 
-    runner._init_ray = timed_init_ray
+    runner.init_ray = timed_init_ray
     started, t_begin = time.perf_counter(), time.time()
     try:
         with MlflowTimer() as timer:
             result = run_sweep(spec, RunOptions(run_dir=run_dir, num_cpus=2, show_progress=False,
                                                 ray_temp_dir=temp_dir))
     finally:
-        runner._init_ray = init_ray
+        runner.init_ray = init_ray
     wall, t_end = time.perf_counter() - started, time.time()
     ray.shutdown()
     bad = {k: v for k, v in result.statuses.items() if v != "FINISHED"}

@@ -39,6 +39,7 @@ ROUND_S = 1.0  # the writer's idle tick (heartbeat, retries); it wakes at once w
 CHUNK_BYTES = 4 << 20  # the most journal read into memory at once
 REMIND_S = 300.0  # an outage is said again this often
 OUTAGE_EXIT = 75  # EX_TEMPFAIL: try again later
+RETRY_MAX_S = 5.0  # the longest wait between two tries during an outage (how soon a recovery is seen)
 
 
 class TrackingOutage(KeyboardInterrupt):
@@ -274,7 +275,7 @@ class TrackingWriter(threading.Thread):
                         f"{self.journal.path}: nothing is lost. {RESUME_HINT} once the store is back") from err
                 self.wake.wait(delay)
                 self.wake.clear()
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, RETRY_MAX_S)
                 continue
             if self.down_since is not None:
                 self.echo(f"tracking store {self.store_name} reachable again after {time.time() - self.down_since:.0f}s; "
