@@ -196,10 +196,9 @@ def status(
 ) -> None:
     """Show each trial of a sweep with its method, MLflow state, last logged step and val/avg/acc.
 
-    NAME is looked up in the store (every recorded trial, and from the parent run's resolved spec the
-    trials not started yet); a YAML (a path, or a name with .yaml) lists the trials of that spec and
-    overrides. The store is found like every command's (--tracking-uri, $MLFLOW_TRACKING_URI,
-    <run-dir>/mlflow.db) and never created: a missing one is an error naming where it looked.
+    SWEEP is a name looked up in the store (trials not started yet come from the last run's spec), or a YAML.
+
+    The store is never created: a missing one is an error naming where it was looked for.
     """
     from sweeps.status import StatusRow, planned_from_store, recorded_trials
     from sweeps.store import StoreMissing, mask_uri, open_existing, resolve_uri
@@ -244,8 +243,8 @@ def ui(
 
     With SWEEP: the URL of the sweep's trial runs, flat, with method, seed and the key metrics as
     columns (the experiment's "Sweep trials" view), and of its parent run (description: the paper table).
-    The store is found like every command's; with an http store (an `mlflow server`) its pages are printed
-    and nothing is started; a database URI (postgresql+psycopg2://...) gets a UI started on it.
+
+    An http store (an `mlflow server`): its pages are printed, nothing is started.
     """
     import os
     import signal
