@@ -11,7 +11,10 @@ secret). The driver has only `RAY_AUTH_TOKEN` set, as the README says. Checked, 
   seconds): exit 0, the outage said and its end, every step exactly once; a second driver of the same
   sweep from another run directory meanwhile: exit 3 naming the holder;
 * a driver SIGKILLed during an outage, then re-run once the server is back: the journaled steps are
-  written first, every step exactly once;
+  written first, every step exactly once; an outage past --tracking-outage-limit: exit 75 with the resume
+  hint, and the re-run completes;
+* while another job holds the cluster's CPUs the driver says what it waits for;
+* a PostgreSQL store (`postgresql+psycopg2://`), `sweep ui` started on it;
 * `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the
   read commands create no store and say where they looked.
 
@@ -321,6 +324,34 @@ def test_a_sweep_waiting_for_resources_says_what_it_waits_for(cluster, server):
             if proc is not None and proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
     assert log.read_text().count("waiting for resources") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_outage_past_the_limit_ends_the_sweep_as_an_interruption_and_the_rerun_completes(server):
+    cwd = short_cwd()
+    steps = 600
+    spec = write_spec(cwd, "past_limit", seeds=(0,), steps=steps, variants=[{"algorithm": "grpo"}],
+                      report_interval_s=0.5).name
+    args = ("run", spec, "--tracking-uri", server.uri, "--no-progress", "--tracking-outage-limit", "8")
+    log = cwd / "first.log"
+    driver = start_sweep(cwd, log, *args, env=_driver_env())
+    client = server.client()
+    try:
+        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
+                             for r in trial_runs(client, "past_limit").values()), timeout=300)
+        server.stop()
+        assert driver.wait(timeout=120) == 75, log.read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        server.start()
+    said = log.read_text()
+    assert "unreachable for" in said and "limit 8s" in said and "nothing is lost" in said
+    assert "run the same command again to resume" in said and SECRET not in said
+    again = sweep(cwd, *args[:-2])
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert_every_step_once(client, "past_limit", steps, trials=1)
 
 
 def _postgres_bin(name: str) -> str | None:
