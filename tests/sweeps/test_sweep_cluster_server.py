@@ -14,7 +14,6 @@ secret). The driver has only `RAY_AUTH_TOKEN` set, as the README says. Checked, 
   written first, every step exactly once; an outage past --tracking-outage-limit: exit 75 with the resume
   hint, and the re-run completes;
 * while another job holds the cluster's CPUs the driver says what it waits for;
-* a PostgreSQL store (`postgresql+psycopg2://`), `sweep ui` started on it;
 * `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the
   read commands create no store and say where they looked.
 
@@ -24,111 +23,15 @@ Every process started here (Ray's daemons, the server, drivers) is ended by pid.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
-from sweep_testlib import REPO, short_cwd, short_ray_dir, steps_of, subprocess_env, sweep_exe, wait_for, write_spec
-
-SECRET = "s3cret-" + secrets.token_hex(4)
-VENV_BIN = REPO / ".venv" / "bin"
-TRACKED = {"actor/entropy": 1, "reward/mean": 1, "trial/step": 0}  # key -> its first step (0: the validation before training)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _exe(name: str) -> str:
-    return str(VENV_BIN / name) if (VENV_BIN / name).exists() else name
-
-
-def _pids_under(marker: str) -> list[int]:
-    """Processes whose command line names ``marker`` (a temp dir of this test)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
-
-
-def _kill(pids) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-class MlflowServer:
-    """`mlflow server` on 127.0.0.1 over one sqlite file; stop() and start() again on the same port."""
-
-    def __init__(self, root: Path):
-        self.db, self.artifacts, self.port = root / "server.db", root / "server-artifacts", _free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def uri(self) -> str:
-        return f"http://alice:{SECRET}@127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [_exe("mlflow"), "server", "--backend-store-uri", f"sqlite:///{self.db}", "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", "1", "--artifacts-destination", str(self.artifacts)],
-            env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_for(self._up, timeout=120)
-
-    def _up(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
-                return True
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own process group: the server and its workers
-            self.proc.wait(timeout=30)
-        wait_for(lambda: not self._up(), timeout=30)
-
-    def client(self) -> MlflowClient:
-        return MlflowClient(f"http://127.0.0.1:{self.port}")
-
-
-class RayCluster:
-    """`ray start --head` and a second node, token auth, temp dir of this test; one CPU each, so two
-    one-CPU trials run one on each node."""
-
-    def __init__(self):
-        self.temp = short_ray_dir()
-        self.token = secrets.token_hex(32)
-        self.port = _free_port()
-        self.address = f"127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        env = {**subprocess_env(), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
-        common = ["--num-cpus", "1", "--temp-dir", str(self.temp), "--node-ip-address", "127.0.0.1",
-                  "--disable-usage-stats"]
-        for args in (["--head", "--port", str(self.port), "--include-dashboard", "false"], ["--address", self.address]):
-            done = subprocess.run([_exe("ray"), "start", *args, *common], env=env, capture_output=True, text=True,
-                                  timeout=120)
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-
-    def stop(self) -> None:
-        _kill(_pids_under(str(self.temp)))
+from cluster_testlib import (SECRET, MlflowServer, RayCluster, driver_env, venv_exe, assert_every_step_once, start_sweep,
+                             sweep, trial_runs)
+from sweep_testlib import short_cwd, steps_of, wait_for, write_spec
 
 
 @pytest.fixture(scope="module")
@@ -151,37 +54,6 @@ def server(tmp_path_factory):
         s.stop()
 
 
-def _driver_env(**extra) -> dict[str, str]:
-    # MLflow's http retry budget cut to seconds; the driver's own retrying does the rest
-    return {**subprocess_env(), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5", **extra}
-
-
-def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sweep_exe(), *args], cwd=cwd, env=env or _driver_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def start_sweep(cwd: Path, log: Path, *args: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sweep_exe(), *args], cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def trial_runs(client: MlflowClient, sweep_name: str) -> dict:
-    exp = client.get_experiment_by_name(sweep_name)
-    if exp is None:
-        return {}
-    return {r.data.tags["trial_id"]: r for r in client.search_runs([exp.experiment_id], "tags.role = 'trial'")}
-
-
-def assert_every_step_once(client: MlflowClient, sweep_name: str, steps: int, trials: int) -> None:
-    runs = trial_runs(client, sweep_name)
-    assert len(runs) == trials and all(r.info.status == "FINISHED" for r in runs.values()), \
-        {t: r.info.status for t, r in runs.items()}
-    for tid, run in runs.items():
-        for key, first in TRACKED.items():
-            assert steps_of(client, run.info.run_id, key) == list(range(first, steps + 1)), (tid, key)
-
-
 def test_a_ray_client_address_is_refused_before_anything_is_created():
     cwd = short_cwd()
     spec = write_spec(cwd, "client_address", seeds=(0,), steps=2).name
@@ -197,7 +69,7 @@ def test_a_wrong_or_missing_token_is_one_clear_error(cluster):
     cwd = short_cwd()
     spec = write_spec(cwd, "token_check", seeds=(0,), steps=2).name
     for env, said in (({"RAY_AUTH_TOKEN": "0" * 64}, "differs"), ({}, "RAY_AUTH_TOKEN")):
-        done = sweep(cwd, "run", spec, "--address", cluster.address, env=_driver_env(**env))
+        done = sweep(cwd, "run", spec, "--address", cluster.address, env=driver_env(**env))
         assert done.returncode == 4, done.stdout + done.stderr
         assert "refused this driver" in done.stderr and said in done.stderr and cluster.address in done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 3, done.stderr
@@ -211,7 +83,7 @@ def test_a_sweep_over_two_nodes_survives_a_server_outage_and_a_second_driver_is_
     steps = 600  # long enough (~1-2 min) that the trials go on through the outage
     spec = write_spec(cwd, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5).name
     write_spec(other, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5)
-    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
     log = cwd / "driver.log"
     driver = start_sweep(cwd, log, "run", spec, "--address", cluster.address, "--tracking-uri", server.uri,
                          "--no-progress", env=env)
@@ -249,7 +121,7 @@ def test_a_driver_killed_during_an_outage_loses_nothing(cluster, server):
     steps = 400
     spec = write_spec(cwd, "killed_in_outage", seeds=(0,), steps=steps, max_concurrent=2,
                       report_interval_s=0.5).name
-    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
     args = ("run", spec, "--address", cluster.address, "--tracking-uri", server.uri, "--no-progress")
     log = cwd / "first.log"
     driver = start_sweep(cwd, log, *args, env=env)
@@ -285,7 +157,7 @@ def test_a_driver_killed_during_an_outage_loses_nothing(cluster, server):
     # Without the URI the read commands look in ./runs/mlflow.db of another directory: nothing there, none created
     empty = short_cwd()
     for command in (("status", "killed_in_outage"), ("report", "killed_in_outage"), ("ui", "killed_in_outage")):
-        done = sweep(empty, *command, env=_driver_env(), timeout=60)
+        done = sweep(empty, *command, env=driver_env(), timeout=60)
         assert done.returncode == 2 and "no MLflow store at" in done.stderr, (command, done.stdout, done.stderr)
     assert not (empty / "runs" / "mlflow.db").exists()
 
@@ -296,9 +168,9 @@ def test_a_sweep_waiting_for_resources_says_what_it_waits_for(cluster, server):
     """Another job holds both CPUs of the cluster: after 30 s the driver says what it needs and what is free;
     once the job ends the sweep runs."""
     cwd = short_cwd()
-    env = _driver_env(RAY_AUTH_TOKEN=cluster.token)
+    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
     holder = subprocess.Popen(
-        [_exe("python"), "-c",
+        [venv_exe("python"), "-c",
          "import ray, time\n"
          f"ray.init(address='{cluster.address}', log_to_driver=False)\n"
          "@ray.remote(num_cpus=1)\nclass Hold:\n    def ping(self): return 1\n"
@@ -335,7 +207,7 @@ def test_an_outage_past_the_limit_ends_the_sweep_as_an_interruption_and_the_reru
                       report_interval_s=0.5).name
     args = ("run", spec, "--tracking-uri", server.uri, "--no-progress", "--tracking-outage-limit", "8")
     log = cwd / "first.log"
-    driver = start_sweep(cwd, log, *args, env=_driver_env())
+    driver = start_sweep(cwd, log, *args, env=driver_env())
     client = server.client()
     try:
         wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
@@ -352,99 +224,3 @@ def test_an_outage_past_the_limit_ends_the_sweep_as_an_interruption_and_the_reru
     again = sweep(cwd, *args[:-2])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert_every_step_once(client, "past_limit", steps, trials=1)
-
-
-def _postgres_bin(name: str) -> str | None:
-    import shutil
-
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    return str(candidates[-1]) if candidates else None
-
-
-@pytest.fixture
-def postgres(tmp_path):
-    """A PostgreSQL server of this test (Debian's binaries, run as the postgres user), database 'mlflow' of
-    user alice with the secret password; the URI with the +psycopg2 driver, as the README writes it."""
-    import pwd
-
-    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
-    if not (initdb and pg_ctl) or os.geteuid() != 0:
-        pytest.skip("PostgreSQL's initdb/pg_ctl or root (to run them as the postgres user) missing; "
-                    "scripts/setup.sh installs it under CI=true")
-    user = pwd.getpwnam("postgres")
-    data, port = tmp_path / "pgdata", _free_port()
-    data.mkdir()
-    os.chown(data, user.pw_uid, user.pw_gid)
-    for folder in [tmp_path, *tmp_path.parents]:  # pytest makes its temp dirs 0700: let postgres reach pgdata
-        if folder == REPO or not folder.is_relative_to(REPO):
-            break
-        os.chmod(folder, 0o755)
-
-    def as_postgres(*cmd):
-        return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], capture_output=True, text=True, timeout=120,
-                              cwd="/")
-
-    done = as_postgres(initdb, "-D", str(data), "-A", "trust", "-U", "postgres")
-    assert done.returncode == 0, done.stderr
-    started = as_postgres(pg_ctl, "-D", str(data), "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
-                          "-w", "start", "-l", str(data / "log"))
-    assert started.returncode == 0, started.stdout + started.stderr
-    try:
-        import psycopg2
-
-        conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE USER alice PASSWORD '{SECRET}'")
-            cur.execute("CREATE DATABASE mlflow OWNER alice")
-        conn.close()
-        yield f"postgresql+psycopg2://alice:{SECRET}@127.0.0.1:{port}/mlflow"
-    finally:
-        pid_file = data / "postmaster.pid"
-        if pid_file.exists():
-            _kill([int(pid_file.read_text().split()[0])])
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_a_postgresql_store_takes_a_sweep_and_its_password_is_never_shown(postgres):
-    cwd = short_cwd()
-    spec = write_spec(cwd, "on_postgres", seeds=(0,), steps=4, variants=[{"algorithm": "grpo"}]).name
-    run = sweep(cwd, "run", spec, "--tracking-uri", postgres, "--no-progress")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    status = sweep(cwd, "status", "on_postgres", "--tracking-uri", postgres)
-    assert status.returncode == 0 and "FINISHED" in status.stdout and "alice:***@" in status.stdout, status.stdout
-    report = sweep(cwd, "report", "on_postgres", "--tracking-uri", postgres)
-    assert report.returncode == 0, report.stderr
-    missing = sweep(cwd, "status", "not_a_sweep", "--tracking-uri", postgres)
-    assert missing.returncode == 2 and "on_postgres" in missing.stderr
-    for done in (run, status, report, missing):
-        assert SECRET not in done.stdout + done.stderr
-    # `sweep ui` on a database URI starts a UI on it (the password handed over in the environment)
-    port, log = _free_port(), cwd / "ui.log"
-    ui = start_sweep(cwd, log, "ui", "on_postgres", "--tracking-uri", postgres, "--port", str(port), env=_driver_env())
-    try:
-        def experiments():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=10",
-                                            timeout=5) as page:
-                    return page.read().decode()
-            except OSError:
-                return None
-        assert "on_postgres" in wait_for(experiments, timeout=180)
-        # the server it started (not the command the user typed) has no password on its command line
-        command_lines = [(Path("/proc") / str(pid) / "cmdline").read_bytes() for pid in _pids_under("mlflow")
-                         if pid != ui.pid]
-        assert command_lines and not any(SECRET.encode() in line for line in command_lines)
-    finally:
-        os.killpg(ui.pid, signal.SIGKILL)
-        ui.wait(timeout=30)
-    assert "alice:***@" in log.read_text() and SECRET not in log.read_text()
-    client = MlflowClient(postgres)
-    exp = client.get_experiment_by_name("on_postgres")
-    for r in client.search_runs([exp.experiment_id]):
-        assert all(SECRET not in str(v) for v in (*r.data.tags.values(), *r.data.params.values()))
-    assert exp.artifact_location.startswith((cwd / "runs").resolve().as_uri())  # artifacts stay in the run dir
