@@ -15,11 +15,16 @@ verifier: `python -m evaluators.verifier`.
 
 Extraction (`extract_final_answer`), first form found wins:
   1. the last complete `<answer>...</answer>` block (the last `</answer>` and the nearest
-     `<answer>` before it), stripped; if it holds a `\\boxed{}`/`\\fbox{}`, that box's content;
-  2. else the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces matched; a box left
-     open by a truncated response is skipped) or `\\boxed 5`;
-  3. else GSM8K's `#### 72` (the rest of the last such line);
-  4. else "the answer is X" / "the final answer is X" / "Final Answer: X" (case-insensitive, the
+     `<answer>` before it), stripped; if it holds a `\\boxed{}`/`\\fbox{}`, its boxes as in 3;
+  2. else MATH's closing line "The final answer is X. I hope it is correct." (the last one), which
+     math-verify ranks above any box (an earlier intermediate box does not win over it);
+  3. else the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces matched; a box left
+     open by a truncated response is skipped) or `\\boxed 5`, together with the boxes before it
+     that belong to the same answer as math-verify groups them (fewer than 10 characters apart, or
+     fewer than 70 with `and`/`or`/`,`/`;` between them; a repeated box counts once):
+     `\\boxed{-2} and \\boxed{1}` is the answer `-2, 1`, which math-verify compares as a set;
+  4. else GSM8K's `#### 72` (the rest of the last such line);
+  5. else "the answer is X" / "the final answer is X" / "Final Answer: X" (case-insensitive, the
      last one): X up to the end of its line or sentence, `$...$` unwrapped, a trailing period
      dropped, and a plain number followed only by words ("18 dollars") reduced to the number.
   A response with none of these (a bare "33") has no answer: None, and no credit.
@@ -48,6 +53,11 @@ _PHRASE = re.compile(
     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?=\s|$)")
 _NUMBER_THEN_WORDS = re.compile(r"(\S*\d\S*?)\s+([A-Za-z]{2,}(?:\s+[A-Za-z]+)*)")
+_ADJACENT, _NEAR = 10, 70  # characters between two boxes of one answer (_same_answer)
+_SEPARATOR = re.compile(r"\b(?:and|or)\b|[,;]")
+_FINAL_IS = re.compile(r"final answer is\s*:?", re.IGNORECASE)
+_I_HOPE = re.compile(r"\.?\s?I hope\b", re.IGNORECASE)
+_MAX_HOPE_ANSWER = 300  # characters between "final answer is" and "I hope"
 _MATH_WORDS = {"pi", "sqrt", "ln", "log", "sin", "cos", "tan", "exp", "infinity", "inf", "times", "cdot"}
 
 
@@ -64,14 +74,15 @@ def _brace_matches(s: str) -> dict[int, int]:
     return match
 
 
-def _last_boxed(s: str) -> str | None:
-    """Content of the last well-formed \\boxed{...} / \\fbox{...} / \\boxed X in s, or None."""
-    starts = [m.end() for m in _BOX.finditer(s)]
-    if not starts:
-        return None
+def _boxes(s: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every well-formed \\boxed{...} / \\fbox{...} / \\boxed X in s, in order.
+    A box inside another box is not listed on its own (the outer one holds it)."""
+    found: list[tuple[int, int, str]] = []
     matches: dict[int, int] | None = None
-    for i in reversed(starts):
-        j = i
+    for m in _BOX.finditer(s):
+        if found and m.start() < found[-1][1]:  # nested in the previous box
+            continue
+        j = m.end()
         while j < len(s) and s[j] in " \t":
             j += 1
         if j < len(s) and s[j] == "{":
@@ -79,12 +90,51 @@ def _last_boxed(s: str) -> str | None:
                 matches = _brace_matches(s)
             end = matches.get(j)
             if end is not None:
-                return s[j + 1:end].strip()
-        elif j > i:  # "\boxed 5": the next token
+                found.append((m.start(), end + 1, s[j + 1:end].strip()))
+        elif j > m.end():  # "\boxed 5": the next token
             tok = _BOX_TOKEN.match(s, j)
             if tok:
-                return tok.group().rstrip(".")
-    return None
+                found.append((m.start(), tok.end(), tok.group().rstrip(".")))
+    return found
+
+
+def _last_boxed(s: str) -> str | None:
+    """The last well-formed box's content, with the boxes before it that belong to the same answer
+    (`\\boxed{1}, \\boxed{2}` -> '1, 2'; see _same_answer), or None."""
+    boxes = _boxes(s)
+    if not boxes:
+        return None
+    group = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        if not _same_answer(s[box[1]:group[0][0]], box[2], group[0][2]):
+            break
+        if box[2] != group[0][2]:  # a repeated box counts once
+            group.insert(0, box)
+        else:
+            group[0] = box
+    return ", ".join(content for _, _, content in group)
+
+
+def _same_answer(between: str, content: str, next_content: str) -> bool:
+    """Whether two boxes are parts of one answer, as math-verify groups them: almost adjacent (under
+    _ADJACENT characters apart), or different and under _NEAR characters apart with a separator
+    (`and`, `or`, `,`, `;`) between them. Farther apart, the earlier one is an intermediate result."""
+    if len(between) < _ADJACENT:
+        return True
+    return content != next_content and len(between) < _NEAR and bool(_SEPARATOR.search(between))
+
+
+def _hope_line(s: str) -> str | None:
+    """X of the last "final answer is X. I hope it is correct." (MATH's prompt format), or None."""
+    last = None
+    for last in _FINAL_IS.finditer(s):
+        pass
+    if last is None:
+        return None
+    hope = _I_HOPE.search(s, last.end(), last.end() + _MAX_HOPE_ANSWER)
+    if hope is None:
+        return None
+    return s[last.end():hope.start()].strip() or None
 
 
 def _answer_block(s: str) -> str | None:
@@ -133,6 +183,9 @@ def extract_final_answer(response: str) -> str | None:
     ans = _answer_block(response)
     if ans is not None:
         return ans
+    ans = _hope_line(response)
+    if ans is not None:
+        return ans
     if "\\boxed" in response or "\\fbox" in response:
         ans = _last_boxed(response)
         if ans is not None:
@@ -149,6 +202,7 @@ def extract_final_answer(response: str) -> str | None:
 
 _WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SPACING = re.compile(r"\\left\b|\\right\b|\\!|\\displaystyle\b")
+_THIN_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")
 
 
 def _normalise(s: str) -> str:
@@ -161,7 +215,10 @@ def _normalise(s: str) -> str:
             s = s[:-1].rstrip()
         for op, cl in _WRAPPERS:
             if len(s) >= len(op) + len(cl) and s.startswith(op) and s.endswith(cl):
-                s = s[len(op):len(s) - len(cl)].strip()
+                inner = s[len(op):len(s) - len(cl)]
+                if "$" in op and "$" in inner:  # "$1$ and $2$": several spans, not one wrapped answer
+                    break
+                s = inner.strip()
                 break
         m = _BOX.match(s)
         if m:
@@ -173,6 +230,7 @@ def _normalise(s: str) -> str:
         if s == before:
             break
     if "\\" in s:
+        s = _THIN_THOUSANDS.sub(",", s)  # "11,\\! 111" is 11111, not the pair (11, 111)
         s = _SPACING.sub("", s).strip()
     return s
 

@@ -65,7 +65,11 @@ REAL_WORLD = [
     ("**Final Answer:** $\\boxed{9}$", "9", True),
     ("<think>7*3=21 12+21=33</think><answer>33</answer>", "33", True),
     ("<think>x</think><answer>\\boxed{33}</answer>", "33", True),
-    ("\\boxed{1} then \\boxed{2}", "2", True),
+    # several boxes, as math-verify groups them: close together they are one answer (a set), farther
+    # apart the earlier one is an intermediate result and the last box is the answer
+    ("\\boxed{1} then \\boxed{2}", "2", False),  # 6 characters apart: the answer {1, 2}
+    ("\\boxed{1} then \\boxed{2}", "\\{1, 2\\}", True),
+    ("First \\boxed{3}. After a long check of every case we still have to add it up: \\boxed{5}", "5", True),
     ("\\boxed{5} and then \\boxed{\\frac{1}{2}", "5", True),  # the truncated last box is skipped
     ("\\boxed 5", "5", True),
     ("\\fbox{7}", "7", True),
@@ -94,9 +98,38 @@ REAL_WORLD = [
 ]
 
 
+# The forms of OlympiadBench / MATH-500 answers where a last-box verifier disagreed with math-verify (the
+# field's reference): several boxes, sets and tuples in any order, thin-space thousands separators, a gold
+# that is a whole solution, MATH's "Final Answer: ... I hope it is correct." line after an earlier box; each
+# with a close-but-wrong variant. Written for this project from those forms.
+FIELD_FORMS = [
+    ("The product is $\\boxed{11,\\! 111,\\! 111,\\! 100}$.", "11111111100", True),
+    ("The product is $\\boxed{11,\\! 111,\\! 111,\\! 100}$.", "11111111101", False),
+    ("The roots are $\\boxed{-2}$ and $\\boxed{1}$.", "$1$ and $-2$", True),
+    ("The roots are $\\boxed{-2}$ and $\\boxed{1}$.", "$1$ and $2$", False),
+    ("$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", "$(6, 2), (2, 2)$", True),
+    ("$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", "$(2, 2), (6, 3)$", False),
+    ("\\boxed{1},\\boxed{2},\\boxed{3}", "$3$ and $1$ and $2$", True),
+    ("\\boxed{1},\\boxed{2}", "$1$ and $2$ and $3$", False),
+    ("So $x = \\boxed{3, 1, 2}$", "$1$ and $2$ and $3$", True),
+    ("3 + 4 = 7, so \\boxed{7}", "We add 3 and 4. So the answer is: \\[ \\boxed{7} \\]", True),
+    ("3 + 4 = 8, so \\boxed{8}", "We add 3 and 4. So the answer is: \\[ \\boxed{7} \\]", False),
+    ("$10,200 + 255 = \\boxed{255}$ more. Final Answer: The final answer is $10,455$. I hope it is correct.", "10455", True),
+    ("$10,200 + 255 = \\boxed{255}$ more. Final Answer: The final answer is $10,455$. I hope it is correct.", "255", False),
+]
+
+
 @pytest.mark.parametrize("response,gold,expected", REAL_WORLD, ids=[f"{i}" for i in range(len(REAL_WORLD))])
 def test_real_world_table(response, gold, expected):
     assert verify_answer(response, gold) is expected
+
+@pytest.mark.parametrize("response,gold,expected", FIELD_FORMS, ids=[f"{i}" for i in range(len(FIELD_FORMS))])
+def test_the_forms_the_field_grades_get_math_verifys_verdict(response, gold, expected):
+    from math_verify import parse, verify
+
+    assert verify(parse(gold), parse(response)) is expected  # the reference, run as its users run it
+    assert verify_answer(response, gold) is expected
+
 
 
 def test_real_world_table_is_big_and_balanced():
@@ -116,7 +149,13 @@ def test_real_world_table_is_big_and_balanced():
     # boxes: nested and escaped braces, last wins, unclosed skipped
     ("\\boxed{\\frac{1}{\\sqrt{2}}}", "\\frac{1}{\\sqrt{2}}"),
     ("\\boxed{\\{1,2\\}}", "\\{1,2\\}"),
-    ("a \\boxed{1} b \\fbox{2} c", "2"),
+    ("a \\boxed{1} b \\fbox{2} c", "1, 2"),  # 3 characters apart: one answer, as math-verify reads it
+    ("a \\boxed{1} and then, much later in the working, \\fbox{2} c", "1, 2"),  # < 70 apart, a separator
+    ("a \\boxed{1} and then, much later and only after a long and careful argument in the working, \\fbox{2} c", "2"),
+    ("\\boxed{2}, so \\boxed{2}", "2"),  # the same box twice counts once
+    ("\\boxed{1}\\boxed{{2}}", "1, {2}"),
+    ("$10,200 + $255 = \\boxed{255}$ ... Final Answer: The final answer is $10,455$. I hope it is correct.",
+     "$10,455$"),  # MATH's closing line outranks a box (as in math-verify)
     ("\\boxed{3} then \\boxed{4", "3"),
     ("$\\boxed 7$.", "7"),
     ("\\boxed{}", ""),
