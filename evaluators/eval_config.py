@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.benchmarks import PAPER_BENCHMARKS  # DHPO Table 1's columns, in its order: the default benchmarks
+from evaluators.verifier import UNMARKED
+from evaluators.benchmarks import PAPER_BENCHMARKS, SYNTHETIC_BENCHMARKS  # PAPER_: DHPO Table 1's columns, in order
 from trainers.suggest import did_you_mean
 MATH_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
 """Appended to a plain-text problem of the paper benchmarks (verl's math recipes use this line)."""
@@ -73,6 +74,11 @@ class EvalConfig:
     """Share of GPU memory vLLM may take."""
     base: bool = False
     """Also evaluate the trials' base model once (logged at step 0 of each trial: the table's `base:` row)."""
+    unmarked: str = "auto"
+    """A response with no answer marker (evaluators/verifier.py): 'field' (math-verify's verdict on it, as
+    the papers grade), 'no_credit' (as the training reward: a bare number is no answer), or 'auto': field
+    for the papers' benchmarks and files you give, no_credit for the built-in synthetic tasks (graded as
+    their training reward and the trainer's validation grade them)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, where: str = "eval") -> "EvalConfig":
@@ -135,6 +141,8 @@ class EvalConfig:
             raise bad("device", "'auto', 'cpu' or 'cuda'")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise bad("dtype", "'auto', 'float32', 'bfloat16' or 'float16'")
+        if self.unmarked not in ("auto", *UNMARKED):
+            raise bad("unmarked", f"one of {('auto', *UNMARKED)}")
         if not (is_num(self.gpu_memory_utilization) and 0 < self.gpu_memory_utilization <= 1):
             raise bad("gpu_memory_utilization", "a number in (0, 1]")
         return self
@@ -144,6 +152,12 @@ class EvalConfig:
         if self.greedy:
             return 1
         return self.samples if self.samples is not None else default_samples
+
+    def unmarked_for(self, benchmark: str) -> str:
+        """verify_answer's ``unmarked`` for one benchmark (see the field)."""
+        if self.unmarked != "auto":
+            return self.unmarked
+        return "no_credit" if benchmark in SYNTHETIC_BENCHMARKS and benchmark not in self.files else "field"
 
     def instruction_for(self, benchmark: str) -> str:
         if self.instruction is not None:

@@ -150,7 +150,7 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
                 log(f"{target.label}: {name}: {len(items)} problems x {k} samples")
                 callback = progress(name, len(items), k) if progress else None
                 result = evaluate_benchmark(generator, name, items, params, instruction=cfg.instruction_for(name),
-                                            progress=callback)
+                                            progress=callback, unmarked=cfg.unmarked_for(name))
                 lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.records)
                 _write_atomic(results_dir / f"{name}.jsonl", lines)
                 _write_atomic(results_dir / f"{name}.json", json.dumps(result.metrics, sort_keys=True))

@@ -43,10 +43,10 @@ def build_prompt(problem: Problem, instruction: str = ""):
     return f"{problem.prompt}\n{instruction}" if instruction else problem.prompt
 
 
-def score_problem(problem: Problem, texts: Sequence[str]) -> tuple[list[str | None], list[bool]]:
-    """(extracted answers, verdicts) of one problem's sampled responses."""
+def score_problem(problem: Problem, texts: Sequence[str], unmarked: str = "no_credit") -> tuple[list[str | None], list[bool]]:
+    """(extracted answers, verdicts) of one problem's sampled responses (``unmarked``: verify_answer's)."""
     extracted = [extract_final_answer(t) for t in texts]
-    correct = [verify_answer(t, problem.answer) for t in texts]
+    correct = [verify_answer(t, problem.answer, unmarked=unmarked) for t in texts]
     return extracted, correct
 
 
@@ -60,8 +60,10 @@ def summarize(records: list[dict]) -> dict[str, float]:
 
 
 def evaluate_benchmark(generator, name: str, problems: Sequence[Problem], params, *, instruction: str = "",
-                       progress: Callable[[int], None] | None = None, **generate_kwargs) -> BenchmarkResult:
-    """Generate `params.n` samples per problem in one call, verify each, summarize.
+                       progress: Callable[[int], None] | None = None, unmarked: str = "no_credit",
+                       **generate_kwargs) -> BenchmarkResult:
+    """Generate `params.n` samples per problem in one call, verify each, summarize. ``unmarked``: what a
+    response with no answer marker gets (verify_answer's; the trainer's validation: "no_credit").
 
     `generate_kwargs` go to `generator.generate` (the HF backend takes `torch_generator`, which the
     local trainer uses to keep its evaluation stream separate from training)."""
@@ -72,7 +74,7 @@ def evaluate_benchmark(generator, name: str, problems: Sequence[Problem], params
     records = []
     for problem, prompt, samples in zip(problems, prompts, outputs):
         texts = [s.text for s in samples]
-        extracted, correct = score_problem(problem, texts)
+        extracted, correct = score_problem(problem, texts, unmarked)
         records.append({"id": problem.id, "prompt": prompt, "answer": problem.answer, "samples": texts,
                         "extracted": extracted, "correct": correct, "num_tokens": [s.num_tokens for s in samples],
                         "truncated": [s.truncated for s in samples]})

@@ -75,7 +75,7 @@ from evaluators.answer_extraction import (  # noqa: F401  (re-exported: public n
 )
 
 __all__ = [
-    "verify_answer", "extract_final_answer", "answers_equivalent", "answer_key", "DEFAULT_TIMEOUT_S",
+    "verify_answer", "extract_final_answer", "answers_equivalent", "answer_key", "DEFAULT_TIMEOUT_S", "UNMARKED",
     "WORKER_START_TIMEOUT_S", "MAX_NUMERIC_CHARS", "MAX_VERIFY_CHARS", "PLAIN_MAX_CHARS", "ANSWER_OPEN", "ANSWER_CLOSE",
 ]
 
@@ -85,6 +85,8 @@ DEFAULT_TIMEOUT_S = 5.0
 WORKER_START_TIMEOUT_S = 120.0
 """Seconds the math-verify child may take to start (import sympy); not part of any comparison's bound."""
 
+UNMARKED = ("no_credit", "field")
+"""verify_answer's choices for a response with no answer marker (see there)."""
 MAX_VERIFY_CHARS = 2000
 """Normalised strings longer than this never reach math-verify (not equivalent). Real final
 answers are far shorter; the cap keeps a trainer scoring long garbage from paying a timeout each."""
@@ -165,24 +167,28 @@ class _VerifyWorker:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
-    def compare(self, pred: str, gold: str, timeout_s: float) -> bool | None:
-        """True / False, or None when the comparison ran past timeout_s (or the child failed)."""
+    def compare(self, pred: str, gold: str, timeout_s: float, raw: bool = False) -> bool | None:
+        """True / False, or None when the comparison ran past timeout_s (or the child failed). ``raw``:
+        ``pred`` is a whole response, for math-verify's own extraction."""
+        reply = self.ask({"pred": pred, "gold": gold, "raw": raw}, timeout_s)
+        return None if reply is None else bool(reply.get("ok"))
+
+    def ask(self, request: dict, timeout_s: float) -> dict | None:
+        """The child's reply to one request, or None past timeout_s (the child is then killed) or on failure."""
         with self._lock:
             try:
                 proc = self._ensure_started()
             except _StartFailed:
                 return None
-            request = (json.dumps({"pred": pred, "gold": gold, "timeout": timeout_s * 0.9}) + "\n").encode()
+            data = (json.dumps({**request, "timeout": timeout_s * 0.9}) + "\n").encode()
             deadline = time.monotonic() + timeout_s
             try:
-                self._write(proc, request, deadline)
+                self._write(proc, data, deadline)
                 reply = json.loads(self._readline(proc, deadline))
             except (OSError, ValueError, TimeoutError, EOFError):
                 self._kill()
                 return None
-            if reply.get("timed_out"):
-                return None
-            return bool(reply.get("ok"))
+            return None if reply.get("timed_out") else reply
 
     def close(self) -> None:
         with self._lock:
@@ -305,18 +311,19 @@ def _plain_text_guard(s: str) -> bool:
             and not _LONG_DIGITS.search(s))
 
 
-def _symbolic_equal(pred: str, gold: str, timeout_s: float) -> bool:
-    """math-verify in the child, bounded by timeout_s; definite answers are cached (LRU)."""
+def _symbolic_equal(pred: str, gold: str, timeout_s: float, raw: bool = False) -> bool:
+    """math-verify in the child, bounded by timeout_s; definite answers are cached (LRU). ``raw``: ``pred``
+    is the tail of a whole response that math-verify extracts from itself (no plain-text guard)."""
     if len(pred) > MAX_VERIFY_CHARS or len(gold) > MAX_VERIFY_CHARS or not timeout_s > 0:
         return False
-    if not (_plain_text_guard(pred) and _plain_text_guard(gold)):
+    if not ((raw or _plain_text_guard(pred)) and _plain_text_guard(gold)):
         return False
-    key = (pred, gold)
+    key = (pred, gold, raw)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    result = _WORKER.compare(pred, gold, timeout_s)
+    result = _WORKER.compare(pred, gold, timeout_s, raw)
     if result is None:  # timed out (or no worker): not equivalent, and not cached
         return False
     with _cache_lock:
@@ -343,15 +350,37 @@ def answers_equivalent(pred: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_
     return _symbolic_equal(pred, gold, timeout_s)
 
 
-def verify_answer(response_text: str, ground_truth: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+def verify_answer(response_text: str, ground_truth: str, timeout_s: float = DEFAULT_TIMEOUT_S, *,
+                  unmarked: str = "no_credit") -> bool:
     """Whether the final answer extracted from a full response is equivalent to the ground truth.
-    A ground truth that carries a marker itself (a \\boxed{}, '#### 72', an <answer> block) is
-    reduced to its final answer first; a plain one ('33', '$\\frac{1}{2}$') is used as it is."""
+    A ground truth that carries a marker itself (a \\boxed{}, '#### 72', an <answer> block, a solution
+    ending in one) is reduced to its final answer first; a plain one ('33', '$\\frac{1}{2}$') is used as it is.
+
+    ``unmarked``: what a response with no answer marker gets. "no_credit" (the default, training
+    rewards): nothing, a bare "33" is no answer. "field": what math-verify gives it, its own extraction
+    over the response's last MAX_VERIFY_CHARS characters (the last LaTeX span or number; the papers'
+    evaluation, `sweep eval`, uses it). The one deliberate difference from math-verify is "no_credit"."""
+    if unmarked not in UNMARKED:
+        raise ValueError(f"unmarked: expected one of {UNMARKED}, got {unmarked!r}")
     pred = extract_final_answer(response_text)
-    if pred is None:
-        return False
     gold = extract_final_answer(ground_truth)
-    return answers_equivalent(pred, ground_truth if gold is None else gold, timeout_s)
+    gold = ground_truth if gold is None else gold
+    if pred is None:
+        if unmarked == "no_credit" or not response_text.strip():
+            return False
+        return _symbolic_equal(response_text[-MAX_VERIFY_CHARS:], _normalise(gold), timeout_s, raw=True)
+    return answers_equivalent(pred, gold, timeout_s)
+
+
+def math_verify_verdict(response_text: str, ground_truth: str,
+                        timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[bool | None, str, str]:
+    """Plain math-verify's verdict on a whole response, ``verify(parse(gold), parse(response))`` as its users
+    call it, and what it extracted from each side; None past the time bound. For audits (`sweep eval
+    --verifier-report`), not for rewards."""
+    reply = _WORKER.ask({"op": "plain", "pred": response_text[-MAX_VERIFY_CHARS:], "gold": ground_truth}, timeout_s)
+    if reply is None:
+        return None, "", ""
+    return bool(reply.get("ok")), str(reply.get("pred", "")), str(reply.get("gold", ""))
 
 
 if __name__ == "__main__":

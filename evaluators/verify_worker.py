@@ -53,20 +53,39 @@ def _wrap(s: str) -> str:
     return s if "$" in s or "\\boxed" in s else f"${s}$"
 
 
-def compare(pred: str, gold: str, timeout: float) -> dict:
+def compare(pred: str, gold: str, timeout: float, raw: bool = False) -> dict:
     from math_verify import parse, verify
 
     # Our own timer replaces math-verify's (its alarm() takes whole seconds only).
     signal.setitimer(signal.ITIMER_REAL, max(float(timeout), 0.01))
     try:
         gold_parsed = parse(_wrap(gold), parsing_timeout=None)
-        pred_parsed = parse(_wrap(pred), parsing_timeout=None)
+        pred_parsed = parse(pred if raw else _wrap(pred), parsing_timeout=None)  # raw: a whole response
         ok = bool(gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=None))
         return {"ok": ok}
     except _Deadline:
         return {"ok": False, "timed_out": True}
     except Exception:  # noqa: BLE001 - odd input raises many types; odd input is not equivalent
         return {"ok": False}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def plain(response: str, gold: str, timeout: float) -> dict:
+    """Plain math-verify as its users call it, ``verify(parse(gold), parse(response))``, with what each side
+    extracted (the verifier report of `sweep eval`)."""
+    from math_verify import parse, verify
+
+    signal.setitimer(signal.ITIMER_REAL, max(float(timeout), 0.01))
+    try:
+        gold_parsed, pred_parsed = parse(gold, parsing_timeout=None), parse(response, parsing_timeout=None)
+        ok = bool(gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=None))
+        shown = [str(p[-1]) if p else "" for p in (pred_parsed, gold_parsed)]
+        return {"ok": ok, "pred": shown[0], "gold": shown[1]}
+    except _Deadline:
+        return {"ok": False, "timed_out": True}
+    except Exception:  # noqa: BLE001 - odd input is not equivalent
+        return {"ok": False, "pred": "", "gold": ""}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
@@ -90,7 +109,10 @@ def main() -> None:
     for line in sys.stdin:
         try:
             req = json.loads(line)
-            reply = compare(str(req["pred"]), str(req["gold"]), float(req.get("timeout", 5.0)))
+            if req.get("op") == "plain":
+                reply = plain(str(req["pred"]), str(req["gold"]), float(req.get("timeout", 5.0)))
+            else:
+                reply = compare(str(req["pred"]), str(req["gold"]), float(req.get("timeout", 5.0)), bool(req.get("raw")))
         except _Deadline:  # the timer fired between compare()'s try and its finally
             reply = {"ok": False, "timed_out": True}
         except Exception:  # noqa: BLE001 - a malformed request: answer, never die

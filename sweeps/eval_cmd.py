@@ -5,6 +5,7 @@
     sweep eval /models/qwen3-1.7b-base --benchmarks gsm8k --greedy      # a bare checkpoint -> experiment 'eval'
     sweep eval dhpo_vs_baselines --smoke                                # first 4 problems, 1 sample, 64 tokens
     sweep eval sspo_temperature_grid --benchmarks gsm8k,math500,aime25 --greedy --base   # + the base row
+    sweep eval dhpo_vs_baselines --benchmarks math500 --verifier-report  # + where our verdict and math-verify's differ
 
 TARGET forms and where results go: sweeps/eval_targets.py. The protocol (evaluators/eval_config.py)
 starts from the spec's `eval:` section when TARGET is a spec that has one; options override it.
@@ -35,8 +36,9 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format, data_dir,
-             files, limit, seed, batch_size, device, dtype, tp, base) -> dict:
-    given = {"samples": samples, "greedy": greedy, "base": base, "backend": backend, "max_new_tokens": max_new_tokens,
+             files, limit, seed, batch_size, device, dtype, tp, base, unmarked=None) -> dict:
+    given = {"unmarked": unmarked,
+             "samples": samples, "greedy": greedy, "base": base, "backend": backend, "max_new_tokens": max_new_tokens,
              "temperature": temperature, "top_p": top_p, "prompt_format": prompt_format, "data_dir": data_dir,
              "limit": limit, "seed": seed, "batch_size": batch_size, "device": device, "dtype": dtype,
              "tensor_parallel_size": tp}
@@ -62,6 +64,24 @@ def effective_config(spec_eval: EvalConfig | None, options: dict, smoke: bool) -
         options = {**options, "files": {**base.get("files", {}), **options["files"]}}
     base.update(options)
     return EvalConfig.from_dict(base, where="sweep eval")
+
+
+def _verifier_report(results_dir: Path, cfg: EvalConfig) -> None:
+    """verifier_report.md beside an evaluation's results (evaluators/verifier_report.py)."""
+    import json
+
+    from evaluators.verifier_report import disagreements, write_report
+
+    by_benchmark = {}
+    for name in cfg.benchmarks:
+        path = results_dir / f"{name}.jsonl"
+        if path.is_file():
+            records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            by_benchmark[name] = disagreements(records)
+    report = write_report(by_benchmark, results_dir / "verifier_report.md")
+    counts = ", ".join(f"{name} {len(rows)}/{total}" for name, (rows, total) in by_benchmark.items())
+    console.print(f"verifier report (responses where verify_answer and math-verify disagree: {counts}): {report}",
+                  markup=False, highlight=False)
 
 
 def _progress(no_progress: bool) -> Progress:
@@ -105,6 +125,8 @@ def eval_cmd(
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of the sweep (MLflow store, checkpoints).")] = Path("runs"),
     tracking_uri: Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI; default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars (e.g. in CI logs).")] = False,
+    unmarked: Annotated[Optional[str], typer.Option("--unmarked", help="A response with no answer marker: auto (default: field for the papers' benchmarks and your files, no_credit for the synthetic tasks), field (math-verify's verdict) or no_credit (as training rewards).")] = None,
+    verifier_report: Annotated[bool, typer.Option("--verifier-report", help="Also write verifier_report.md beside the results: every response where verify_answer and plain math-verify disagree, with both answers.")] = False,
 ) -> None:
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
     import contextlib
@@ -120,7 +142,7 @@ def eval_cmd(
         console.print(line, markup=False, highlight=False)
 
     options = _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format,
-                       data_dir, files, limit, seed, batch_size, device, dtype, tp, base)
+                       data_dir, files, limit, seed, batch_size, device, dtype, tp, base, unmarked)
     run_dir = run_dir.resolve()
     uri = resolve_tracking_uri(tracking_uri, run_dir)
     try:
@@ -169,5 +191,7 @@ def eval_cmd(
                 note = f"logged {', '.join(logged)}" if logged else "already logged"
                 console.print(f"MLflow run {run_id} at step {t.step}: {note}; files in {result_files[0].parent}",
                               markup=False, highlight=False)
+                if verifier_report:
+                    _verifier_report(result_files[0].parent, cfg)
     except SweepAlreadyRunning as err:
         raise _fail(str(err), 3)

@@ -68,11 +68,14 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
         recs = records_of(client, rid, "eval/step_4/arith_qa.jsonl", tmp_path / tid)
         assert [x["id"] for x in recs] == [f"q{i}" for i in range(6)]
         assert all(len(x["samples"]) == 2 for x in recs) and m["eval/arith_qa/k"] == 2
-        # the logged numbers are those of the per-problem records, and the verdicts are the verifier's
+        # the logged numbers are those of the per-problem records, and the verdicts are the verifier's: a
+        # benchmark file graded as the field grades (unmarked: auto -> field), a synthetic task as its reward
         assert m["eval/arith_qa/avg_at_k"] == pytest.approx(mean(mean(x["correct"]) for x in recs))
-        assert all(verify_answer(s, x["answer"]) == c for x in recs for s, c in zip(x["samples"], x["correct"]))
+        assert all(verify_answer(s, x["answer"], unmarked="field") == c
+                   for x in recs for s, c in zip(x["samples"], x["correct"]))
         easy = records_of(client, rid, "eval/step_4/easy.jsonl", tmp_path / tid)
         assert len(easy) == 4 and m["eval/easy/avg_at_k"] == pytest.approx(mean(mean(x["correct"]) for x in easy))
+        assert all(verify_answer(s, x["answer"]) == c for x in easy for s, c in zip(x["samples"], x["correct"]))
         assert m["eval/avg/avg_at_k"] == pytest.approx((m["eval/easy/avg_at_k"] + m["eval/arith_qa/avg_at_k"]) / 2)
         assert r.info.status == "FINISHED"
 
@@ -119,8 +122,12 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     # the same protocol gives the same numbers as the in-sweep evaluation of that checkpoint.
     ckpt = sorted((cwd / "runs" / "evalsweep" / "ray_results").glob("*/grpo.s0/checkpoint_*"))[-1]
     bare = sweep(cwd, "eval", str(ckpt), "--benchmarks", "easy,arith_qa", "--file", "arith_qa=bench/arith_qa.jsonl",
-                 "--samples", "2", "--max-new-tokens", "24")
+                 "--samples", "2", "--max-new-tokens", "24", "--verifier-report")
     assert bare.returncode == 0, bare.stderr
+    # the audit: every response where verify_answer and plain math-verify disagree, beside the results
+    (report_path,) = (cwd / "runs" / "eval").glob("*/step_*/*/verifier_report.md")
+    audit = report_path.read_text()
+    assert "## easy: " in audit and "## arith_qa: " in audit and "verifier report" in bare.stdout
     (eval_run,) = client.search_runs([client.get_experiment_by_name("eval").experiment_id], "tags.role = 'eval'")
     assert eval_run.data.tags["eval_target"] == str(ckpt.resolve())
     assert eval_run.data.metrics["eval/arith_qa/avg_at_k"] == grpo["eval/arith_qa/avg_at_k"]
