@@ -56,7 +56,7 @@ _NUMBER_THEN_WORDS = re.compile(r"(\S*\d\S*?)\s+([A-Za-z]{2,}(?:\s+[A-Za-z]+)*)"
 _ADJACENT, _NEAR = 10, 70  # characters between two boxes of one answer (_same_answer)
 _SEPARATOR = re.compile(r"\b(?:and|or)\b|[,;]")
 _FINAL_IS = re.compile(r"final answer is\s*:?", re.IGNORECASE)
-_I_HOPE = re.compile(r"\.?\s?I hope\b", re.IGNORECASE)
+_I_HOPE = re.compile(r"\.?\s?I hope\b")
 _MAX_HOPE_ANSWER = 300  # characters between "final answer is" and "I hope"
 _MATH_WORDS = {"pi", "sqrt", "ln", "log", "sin", "cos", "tan", "exp", "infinity", "inf", "times", "cdot"}
 
@@ -102,8 +102,8 @@ def _last_boxed(s: str) -> str | None:
     """The last well-formed box's content, with the boxes before it that belong to the same answer
     (`\\boxed{1}, \\boxed{2}` -> '1, 2'; see _same_answer), or None."""
     boxes = _boxes(s)
-    if not boxes:
-        return None
+    if len(boxes) < 2:
+        return boxes[0][2] if boxes else None
     group = [boxes[-1]]
     for box in reversed(boxes[:-1]):
         if not _same_answer(s[box[1]:group[0][0]], box[2], group[0][2]):
@@ -126,6 +126,8 @@ def _same_answer(between: str, content: str, next_content: str) -> bool:
 
 def _hope_line(s: str) -> str | None:
     """X of the last "final answer is X. I hope it is correct." (MATH's prompt format), or None."""
+    if "I hope" not in s:  # the common case, one substring test (math-verify's "I hope" is case-sensitive too)
+        return None
     last = None
     for last in _FINAL_IS.finditer(s):
         pass
