@@ -82,6 +82,11 @@ def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs")
         return tracking_uri
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
+    return default_tracking_uri(run_dir)
+
+
+def default_tracking_uri(run_dir: Path | str) -> str:
+    """A run directory's own sqlite store, ``sqlite:///<run_dir>/mlflow.db`` (absolute)."""
     return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
 
 

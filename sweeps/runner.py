@@ -248,9 +248,7 @@ def _replay(journal: Journal, state: DriverState, limit_s: float) -> None:
     replay = TrackingWriter(journal, lambda: state.tracker, limit_s, _echo, trial_of=state.writer.trial_of)
     replay.start()
     try:
-        replay.drain(None)
-    except TrackingOutage:
-        raise
+        replay.drain(None)  # an outage (TrackingOutage, a KeyboardInterrupt) propagates
     except Exception as err:  # noqa: BLE001 - a refused operation must not block every later run
         kept = journal.set_aside("rejected")
         _echo(f"note: the tracking store refused what an earlier driver journaled ({mask_uri(str(err))[:300]}); "

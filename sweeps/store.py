@@ -34,6 +34,7 @@ from urllib.parse import urlencode
 
 from filelock import FileLock
 
+from dashboards.collect import default_tracking_uri as default_uri  # noqa: F401 (re-exported)
 from dashboards.collect import mask_uri, resolve_tracking_uri, sqlite_path
 
 LEASE_TAG = "driver.lease"
@@ -58,11 +59,6 @@ class SweepAlreadyRunning(RuntimeError):
 def resolve_uri(tracking_uri: str | None, run_dir: Path | str = "runs") -> str:
     """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<run_dir>/mlflow.db`` (dashboards/collect.py)."""
     return resolve_tracking_uri(tracking_uri, run_dir)
-
-
-def default_uri(run_dir: Path) -> str:
-    """The run directory's own sqlite store."""
-    return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
 
 
 def where(uri: str) -> str:

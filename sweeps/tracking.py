@@ -130,9 +130,12 @@ class SweepTracker:
                                           order_by=["attributes.start_time ASC"])
         return parents[0].info.run_id if parents else None
 
-    def _existing_children(self) -> dict[str, dict]:
-        runs = self.client.search_runs([self.experiment_id], f"tags.`mlflow.parentRunId` = '{self.parent_id}'",
-                                       max_results=50_000)
+    def _existing_children(self, trial_id: str | None = None) -> dict[str, dict]:
+        """The parent's child runs by trial id (only ``trial_id``'s when given: one indexed query)."""
+        query = f"tags.`mlflow.parentRunId` = '{self.parent_id}'"
+        if trial_id is not None:
+            query += f" and tags.trial_id = '{trial_id}'"
+        runs = self.client.search_runs([self.experiment_id], query, max_results=50_000)
         out = {}
         for r in runs:
             tid = r.data.tags.get("trial_id")
@@ -179,7 +182,7 @@ class SweepTracker:
         """Create (or reopen) the child run of a trial; returns its run id."""
         info = self.children.get(trial.trial_id)
         if info is None:  # a retried start whose first try created the run before the store went away
-            info = self._existing_children().get(trial.trial_id)
+            info = self._existing_children(trial.trial_id).get(trial.trial_id)
             if info:
                 self.children[trial.trial_id] = info
         if info:
