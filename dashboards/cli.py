@@ -20,8 +20,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from dashboards.collect import mask_uri, resolve_tracking_uri, sqlite_path
-from dashboards.report import ReportConfig, report_from_mlflow
+from dashboards.collect import collect, mask_uri, resolve_tracking_uri, sqlite_path
+from dashboards.report import ReportConfig, report_from_mlflow, write_report
 
 
 class TableFormat(str, Enum):
@@ -71,7 +71,7 @@ def report_cmd(
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of `sweep run` (its store and report folder).")] = Path("runs"),
     parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <run-dir>/SWEEP_NAME/report for the run dir's store, else ./reports/SWEEP_NAME).")] = None,
-    spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report.")] = None,
+    spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report (default: the section recorded with the sweep).")] = None,
     metric: Annotated[Optional[str], typer.Option(help="Table metric with {benchmark}: val/{benchmark}/acc (default) or a checkpoint evaluation's eval/{benchmark}/avg_at_k, pass_at_k, maj_at_k.")] = None,
     select_by: Annotated[Optional[str], typer.Option(help="Metric picking best step/config, e.g. val/avg/acc or AVG.")] = None,
     at: Annotated[Optional[At], typer.Option(help="final, or best (the step with the best --select-by).")] = None,
@@ -93,6 +93,9 @@ def report_cmd(
 ) -> None:
     """Write the sweep's report: paper table (md/tex/csv/html) + curves in ONE offline HTML file.
 
+    The settings are those recorded with the sweep (its spec's report: section, as `sweep run`
+    used it), then --spec's section, then the options; a note on stderr names what differs.
+
     Examples:
 
       sweep report dhpo_vs_baselines
@@ -105,39 +108,77 @@ def report_cmd(
 
       sweep report dhpo_vs_baselines --spec configs/sweeps/dhpo_vs_baselines.yaml --tracking-uri http://127.0.0.1:5000
     """
-    section: dict = {}
-    if spec is not None:
-        import yaml
-        doc = yaml.safe_load(spec.read_text()) or {}
-        section = dict(doc.get("report") or {})
-        sweep_name = sweep_name or doc.get("name")
-    table = dict(section.get("table") or {})
-    for k, v in {"metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base, "baselines": _split(baselines),
-                 "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std, "significance": significance,
-                 "decimals": decimals, "scale": scale}.items():
-        if v is not None:
-            table[k] = v
-    section["table"] = table
-    for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": _value(band), "by": _value(by),
-                 "formats": _split(formats)}.items():
-        if v is not None:
-            section[k] = v
-    if not sweep_name and not parent_run_id:
+    if not sweep_name and not parent_run_id and spec is None:
         raise typer.BadParameter("give SWEEP_NAME (or --parent-run-id, or --spec with a name)")
+    overrides = {k: v for k, v in {
+        "metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base,
+        "baselines": _split(baselines), "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
+        "significance": significance, "decimals": decimals, "scale": scale}.items() if v is not None}
+    top = {k: v for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": _value(band),
+                             "by": _value(by), "formats": _split(formats)}.items() if v is not None}
     try:
-        cfg = ReportConfig.from_dict(section)
+        spec_section = None
+        if spec is not None:
+            import yaml
+            doc = yaml.safe_load(spec.read_text()) or {}
+            spec_section = dict(doc.get("report") or {})
+            sweep_name = sweep_name or doc.get("name")
+            if not sweep_name and not parent_run_id:
+                raise ValueError(f"{spec}: no name: key; give SWEEP_NAME")
         uri = resolve_tracking_uri(tracking_uri, run_dir)
+        data = collect(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
+        cfg = _report_config(data, spec_section, overrides, top, spec)
         db = sqlite_path(uri)  # default: where `sweep run` writes it for the run dir's store, else ./reports/
         in_run_dir = db is not None and db == (run_dir / "mlflow.db").resolve() and sweep_name
-        out = out or (run_dir.resolve() / sweep_name / "report" if in_run_dir
+        out = out or (run_dir.resolve() / data.sweep / "report" if in_run_dir
                       else Path.cwd() / "reports" / (sweep_name or parent_run_id))
-        paths = report_from_mlflow(sweep_name, tracking_uri=uri, out_dir=out, config=cfg,
-                                   parent_run_id=parent_run_id, log=log)
-    except (ValueError, TypeError) as e:
+        if log and data.parent_run_id is None:
+            typer.echo(f"note: sweep {data.sweep!r} has no parent run (tag role=parent); report not logged to MLflow",
+                       err=True)
+        paths = write_report(data, out, cfg, log_to_run=data.parent_run_id if log else None,
+                             tracking_uri=data.tracking_uri)
+    except (ValueError, TypeError, OSError) as e:
         typer.echo(f"error: {mask_uri(str(e))}", err=True)
         raise typer.Exit(2) from None
     for fmt, p in paths.items():
         typer.echo(f"{fmt:>6}: {p}")
+
+
+def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None) -> ReportConfig:
+    """The report's settings: the `report:` section recorded with the sweep, or the --spec file's
+    (benchmark and method order still from the recorded one when the file leaves them out), then the
+    options; a note on stderr when they differ from the recorded settings."""
+    from mlflow import MlflowClient
+
+    from dashboards.recorded_spec import changed_settings, recorded_report_section, recorded_spec
+
+    recorded, complete = None, False
+    if data.parent_run_id:
+        recorded, complete = recorded_report_section(recorded_spec(MlflowClient(data.tracking_uri), data.parent_run_id))
+    if recorded is not None and not complete and spec_section is None:
+        typer.echo(f"note: sweep {data.sweep!r} was recorded with its spec's report: section only (not the "
+                   "benchmark and method order `sweep run` added): those come from the recorded trials", err=True)
+    if spec_section is not None:
+        section = spec_section
+        table = section.setdefault("table", {})
+        for key in ("benchmarks", "methods"):  # the order a spec's trials give them (sweeps/spec_sections.py)
+            if key not in table and key in ((recorded or {}).get("table") or {}):
+                table[key] = recorded["table"][key]
+    elif recorded is not None:
+        section = recorded
+    else:
+        section = {}
+        typer.echo(f"note: no spec is recorded with sweep {data.sweep!r}: default report settings "
+                   "(pass --spec FILE for a spec's report: section)", err=True)
+    section = {**section, **top, "table": {**(section.get("table") or {}), **overrides}}
+    cfg = ReportConfig.from_dict(section)
+    if recorded is not None:
+        changed = changed_settings(cfg, ReportConfig.from_dict(recorded))
+        if changed:
+            source = f"--spec {spec} and options" if spec is not None else "options"
+            typer.echo(f"note: this report differs from the one recorded with sweep {data.sweep!r} ({source}): "
+                       + "; ".join(changed), err=True)
+    return cfg
 
 
 def detected_scale(values) -> float:

@@ -37,7 +37,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     """Per-trial values from a sweep's history: (results, scores).
 
     results: long (model, method, config, seed, benchmark, value), plus the base row's step-0
-    values when `cfg.base` is set (method = config = cfg.base, one sample per trial).
+    values when `cfg.base` is set (method = config = cfg.base, one sample per seed).
     scores: (model, method, config, seed, score) = `select_by` at the chosen step, for picking
     the best config per method.
     """
@@ -81,8 +81,11 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     scores["score"] = picked[sel_key] if sel_key in picked else np.nan
     if cfg.base:
         step0 = h[(h["step"] == 0) & h["key"].isin(bench_of)]
+        # One sample per (model, seed): the trials of one seed evaluate the same base policy with the
+        # same seed (build_table averages their values per seed); a trial without a seed counts alone.
+        seeds = step0["seed"].astype(object).where(step0["seed"].notna(), step0["run_id"])
         base = pd.DataFrame({"model": step0["model"].values, "method": cfg.base, "config": cfg.base,
-                             "seed": step0["run_id"].values,  # one sample per trial
+                             "seed": seeds.values,
                              "benchmark": step0["key"].map(bench_of).values, "value": step0["value"].values})
         results = pd.concat([base, results], ignore_index=True)
     return results, scores

@@ -22,8 +22,9 @@ Emphasis, computed per model block and per column (benchmarks, AVG, Delta Avg), 
   * bold      = best value (all ties bold);
   * underline = second place under standard competition ranking: rows with exactly one row
                 strictly better (so when two rows tie for best, nothing is underlined);
-  * italic    = every cell of the strongest baseline row: the row among `baselines` with the best
-                AVG (computed even when the AVG column is hidden; ties all italic). Marks combine:
+  * italic    = every cell of the strongest baseline row: the ONE row among `baselines` with the best
+                AVG (computed even when the AVG column is hidden; a tie at the shown precision goes
+                to the better unrounded AVG, then to the baseline listed first). Marks combine:
                 a strongest-baseline cell that is also the column best is bold italic.
 """
 
@@ -324,13 +325,13 @@ def _emphasise(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
     sign = -1.0 if AVG in cfg.lower_is_better else 1.0
     cand = [(r, _shown(r.cells[AVG].mean, cfg)) for r in rows if r.label in cfg.baselines]
     cand = [(r, sign * v) for r, v in cand if v is not None]
-    if cand:
-        top = max(v for _, v in cand)
-        for r, v in cand:
-            if v == top:
-                for col in columns:
-                    if r.cells[col].mean is not None:
-                        r.cells[col].marks.add("baseline")
+    if cand:  # ONE strongest baseline (the one the significance footnote names): a tie at the shown
+        # precision goes to the better unrounded AVG, then to the baseline listed first
+        listed = {name: i for i, name in enumerate(cfg.baselines)}
+        strongest, _ = max(cand, key=lambda rv: (rv[1], sign * rv[0].cells[AVG].mean, -listed[rv[0].label]))
+        for col in columns:
+            if strongest.cells[col].mean is not None:
+                strongest.cells[col].marks.add("baseline")
 
 
 def _footnotes(chosen: list, cfg: TableConfig, params: pd.DataFrame | None) -> list[str]:

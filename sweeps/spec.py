@@ -51,7 +51,7 @@ from sweeps.placement import check_verl_gpus, resolve_verl_device
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
 from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
-                                  positive_int)
+                                  positive_int, report_with_defaults)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.stop_rules import StopRuleError, parse_stop_rules
 from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
@@ -374,8 +374,8 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     except ConfigError as err:
         raise SpecError(str(err)) from None
     scheduler = check_scheduler(raw.get("scheduler"), src)
-    report = check_report(raw.get("report", {}), src)
     eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd(), trials[0].config.data.eval_files if trials else {})
+    report = report_with_defaults(check_report(raw.get("report", {}), src), trials, eval_cfg)
     try:
         stop = parse_stop_rules(raw.get("stop"), src)
     except StopRuleError as err:

@@ -5,6 +5,7 @@ Each check raises SpecError naming the spec file, the key path and what was expe
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,20 @@ def check_report(report: Any, src: str) -> dict:
     except ValueError as err:
         msg = str(err)
         raise SpecError(f"{src}: {msg}" if msg.startswith("report") else f"{src}: report: {msg}") from None
+    return report
+
+
+def report_with_defaults(report: dict, trials: list, eval_cfg) -> dict:
+    """The `report:` section as the sweep's report uses it (recorded with the sweep, so `sweep report
+    NAME` makes the same report): unless the spec says otherwise, benchmark columns in config order
+    (the eval: section's for eval/ metrics) and method rows in spec order."""
+    report = copy.deepcopy(report)
+    table = report.setdefault("table", {})
+    evaluated = str(table.get("metric", "")).startswith("eval/") and eval_cfg is not None
+    if trials:
+        table.setdefault("benchmarks", list(eval_cfg.benchmarks if evaluated else trials[0].config.data.benchmarks))
+    if table.get("rows", "method") == "method":
+        table.setdefault("methods", list(dict.fromkeys(t.method for t in trials)))
     return report
 
 

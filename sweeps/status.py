@@ -10,12 +10,9 @@ in the spec are shown too. Nothing is written to the store.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
-import yaml
-
+from dashboards.recorded_spec import recorded_spec
 from sweeps.store import sweep_experiment, trial_runs
 
 
@@ -36,7 +33,7 @@ def recorded_trials(client, uri: str, sweep: str) -> tuple[dict[str, object], ob
 
 def planned_from_store(client, parent, runs: dict[str, object]) -> list[StatusRow]:
     """Every trial of the resolved spec on ``parent`` (in spec order), then recorded trials not in it."""
-    resolved = _resolved_spec(client, parent) if parent is not None else {}
+    resolved = recorded_spec(client, parent.info.run_id) if parent is not None else {}
     rows = []
     for tid, config in (resolved.get("trials") or {}).items():
         run = runs.get(tid)
@@ -48,12 +45,3 @@ def planned_from_store(client, parent, runs: dict[str, object]) -> list[StatusRo
         steps = run.data.params.get("trainer.steps")
         rows.append(StatusRow(tid, run.data.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
     return rows
-
-
-def _resolved_spec(client, parent) -> dict:
-    with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix=".sweep-status-") as tmp:
-        try:
-            path = client.download_artifacts(parent.info.run_id, "spec/resolved.yaml", tmp)
-        except Exception:  # noqa: BLE001 - a parent from before the resolved spec was recorded: runs only
-            return {}
-        return yaml.safe_load(Path(path).read_text()) or {}

@@ -33,6 +33,7 @@ Both tags are (re)written whenever the sweep runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -41,6 +42,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from dashboards.recorded_spec import RESOLVED_SPEC
 from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease, is_server
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
 from trainers.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
@@ -79,6 +81,22 @@ def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> 
     view = {"name": VIEW_NAME, "createdAt": created, "updatedAt": now,
             "state": json.dumps(trials_view_state(spec), separators=(",", ":"))}
     return {KIND_TAG: MODEL_TRAINING, VIEW_TAG: json.dumps(view, separators=(",", ":"))}
+
+
+def logged_params(trial: Trial) -> dict[str, object]:
+    """A trial run's params: its resolved config, flattened, without the sections of the OTHER backends
+    (a local trial has no verl.* params), and with the objective's effective parameters (defaults
+    included: e.g. DHPO's branch clip ranges, which a spec rarely sets)."""
+    from trainers.backends import backend_names
+    from trainers.objectives import get_objective
+
+    config = trial.config.to_dict()
+    for name in backend_names():
+        if name != trial.config.backend:
+            config.pop(name, None)
+    algorithm = trial.config.algorithm
+    config["algorithm"]["params"] = dataclasses.asdict(get_objective(algorithm.name, **algorithm.params).params)
+    return _flatten(config)
 
 
 def _spec_file(path: Path) -> str:
@@ -156,8 +174,9 @@ class SweepTracker:
         self.client.log_batch(self.parent_id, tags=[RunTag(k, v) for k, v in tags.items()])
         if diff.strip():
             self.client.log_text(self.parent_id, diff, "provenance/git_diff.patch")
-        resolved = {"spec": self.spec.raw, "trials": {t.trial_id: t.config.to_dict() for t in self.spec.trials}}
-        self.client.log_dict(self.parent_id, resolved, "spec/resolved.yaml")
+        resolved = {"spec": self.spec.raw, "report": self.spec.report,
+                    "trials": {t.trial_id: t.config.to_dict() for t in self.spec.trials}}
+        self.client.log_dict(self.parent_id, resolved, RESOLVED_SPEC)
 
     def check_unchanged(self, trials: list[Trial]) -> None:
         """Refuse to continue recorded trials whose resolved config changed (it would mix two runs)."""
@@ -192,7 +211,7 @@ class SweepTracker:
         tags = {"mlflow.parentRunId": self.parent_id, "role": "trial", "sweep": self.spec.name, **trial.tags}
         run = self.client.create_run(self.experiment_id, run_name=trial.trial_id, tags=tags)
         run_id = run.info.run_id
-        params = [Param(k, str(v)[:6000]) for k, v in _flatten(trial.config.to_dict()).items()]
+        params = [Param(k, str(v)[:6000]) for k, v in logged_params(trial).items()]
         for i in range(0, len(params), 100):
             self.client.log_batch(run_id, params=params[i:i + 100])
         self.client.log_dict(run_id, trial.config.to_dict(), "config/trial.yaml")

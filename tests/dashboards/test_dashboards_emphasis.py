@@ -91,10 +91,24 @@ def test_strongest_baseline_italic_whole_row():
     assert "<u><i>60.0</i></u>" in t.to_html()
 
 
-def test_strongest_baseline_ties_both_italic():
+def test_strongest_baseline_tie_italicises_one_row_the_one_the_footnote_names():
+    # A and B both show AVG 40.0: the exact tie goes to the baseline listed first
     t = build_table(frame({"A": {"x": 0.5, "y": 0.3}, "B": {"x": 0.3, "y": 0.5}, "C": {"x": 0.9, "y": 0.9}}),
-                    TableConfig(**CFG, baselines=["A", "B"]))
-    assert {r.label for r in t.rows if "baseline" in r.cells[AVG].marks} == {"A", "B"}
+                    TableConfig(**CFG, baselines=["B", "A"]))
+    assert {r.label for r in t.rows if "baseline" in r.cells[AVG].marks} == {"B"}
+    # a tie at the shown precision (40.0 vs 40.0) goes to the better unrounded AVG: A (40.02)
+    t = build_table(frame({"A": {"x": 0.5004, "y": 0.3}, "B": {"x": 0.3, "y": 0.5}, "C": {"x": 0.9, "y": 0.9}}),
+                    TableConfig(**CFG, baselines=["B", "A"]))
+    assert {r.label for r in t.rows if "baseline" in r.cells[AVG].marks} == {"A"}
+
+
+def test_significance_footnote_names_the_italic_baseline_on_a_tie():
+    seeds = [dict(model="m", method=m, config=m, seed=s, benchmark=b, value=v + 0.01 * s)
+             for m, (x, y) in {"A": (0.5, 0.3), "B": (0.3, 0.5), "C": (0.9, 0.9)}.items()
+             for s in range(3) for b, v in (("x", x), ("y", y))]
+    t = build_table(pd.DataFrame(seeds), TableConfig(**CFG, baselines=["B", "A"], significance="auto"))
+    italic = [r.label for r in t.rows if "baseline" in r.cells[AVG].marks]
+    assert italic == ["B"] and any("strongest baseline B " in n for n in t.footnotes), t.footnotes
 
 
 def _latex_checks(tex: str, ncols: int) -> None:

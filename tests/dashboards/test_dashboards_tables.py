@@ -40,12 +40,15 @@ def test_final_step_values_mean_over_seeds(known_store, known_data):
             for b in BENCH:
                 assert 100 * row.cells[b].mean == pytest.approx(exp[b])
             assert 100 * row.cells[AVG].mean == pytest.approx(sum(exp.values()) / 3)
-        # base row = step-0 values averaged over every trial of the model
+        # base row = step-0 values averaged per seed (the trials of a seed evaluate one base policy),
+        # then over the seeds: n counts seeds, not trials
         base = _row(table, model, "Base")
         t = known_store.truth
         step0 = t[(t["model"] == model) & (t["step"] == 0) & (t["key"] == "val/easy/acc")]
-        assert len(step0) == 8 and base.n == 8
-        assert base.cells["easy"].mean == pytest.approx(step0["value"].mean())
+        per_seed = step0.groupby("seed")["value"].mean()
+        assert len(step0) == 8 and base.n == len(per_seed) == 2 and base.cells["easy"].n == 2
+        assert base.cells["easy"].mean == pytest.approx(per_seed.mean())
+        assert base.cells["easy"].values == pytest.approx(list(per_seed))
         grpo = _row(table, model, "GRPO")
         delta = sum(grpo.cells[b].mean - base.cells[b].mean for b in BENCH) / 3
         assert grpo.cells[DELTA].mean == pytest.approx(delta)

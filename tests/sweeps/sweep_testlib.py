@@ -17,7 +17,7 @@ TEST_CACHE = REPO / ".cache" / "test_base_models"  # shared by tests: a 30-step 
 
 
 def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=None, max_concurrent=2,
-               max_failures=2, resources=None, checkpoint_every=2, report_interval_s=None) -> Path:
+               max_failures=2, resources=None, checkpoint_every=2, report_interval_s=None, report=None) -> Path:
     spec = {
         "name": name,
         "defaults": [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}],
@@ -32,7 +32,7 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
         "max_failures": max_failures,
         "resources": resources or {"cpus": 1, "gpus": 0},
         "variants": variants or [{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
-        "report": {"table": {"select_by": "val/avg/acc", "at": "final"}},
+        "report": report or {"table": {"select_by": "val/avg/acc", "at": "final"}},
     }
     if report_interval_s is not None:
         spec["report_interval_s"] = report_interval_s

@@ -75,11 +75,15 @@ def history(client, run_id: str, keys=("actor/entropy", "reward/mean", "actor/gr
 def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_path):
     cwd = short_cwd()
     name = spec_in(cwd, "cli_doc", seeds=(0,), steps=4,
-                   variants=[{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}])
+                   variants=[{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
+                   report={"table": {"select_by": "val/avg/acc", "at": "final", "base": "Base", "baselines": ["GRPO"]}})
     code, shown = sweep_in_pty(cwd, "run", name)
     assert code == 0, shown[-4000:]
     assert "cli_doc" in shown and "FINISHED" in shown  # the live table, on a terminal
-    assert "| Method |" in shown and "report: " in shown  # the end-of-run table and report
+    # the end-of-run table drawn for the terminal (no Markdown marks), its legend, and the report
+    end = shown[shown.rindex("Method"):]
+    assert "┃" in end and "<u>" not in end and "| Method |" not in end and "strongest baseline" in end, end
+    assert all(row in end for row in ("Base", "GRPO", "DHPO-E")) and "report: " in end
     report_dir = cwd / "runs" / "cli_doc" / "report"
     assert (report_dir / "report.html").is_file() and (report_dir / "table.csv").is_file()
 
@@ -114,10 +118,21 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
         assert tid in status.stdout
     assert status.stdout.count("FINISHED") == 4 and "4/4" in status.stdout
 
+    # `sweep report NAME` remakes the same report from the settings recorded with the sweep (base
+    # row, baseline italics): the table byte for byte, silently; other settings are said on stderr
+    made_by_run = (report_dir / "table.md").read_bytes()
+    assert b"| Base |" in made_by_run and b"_" in made_by_run
     (report_dir / "table.csv").unlink()
+    (report_dir / "table.md").unlink()
     report = sweep(cwd, "report", "cli_doc")
     assert report.returncode == 0, report.stderr
     assert (report_dir / "table.csv").is_file()  # where `sweep run` wrote it: <run dir>/<sweep>/report
+    assert (report_dir / "table.md").read_bytes() == made_by_run
+    assert "note:" not in report.stderr, report.stderr
+    other = sweep(cwd, "report", "cli_doc", "--decimals", "2", "--no-log", "--out", "other")
+    assert other.returncode == 0, other.stderr
+    assert "differs from the one recorded" in other.stderr and "table.decimals: 1 -> 2" in other.stderr
+    assert (report_dir / "table.md").read_bytes() == made_by_run
 
 
 def _start(cwd: Path, *args: str, log: Path) -> subprocess.Popen:

@@ -58,3 +58,21 @@ def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
     assert all(c["trainer"]["steps"] == 7 for c in resolved["trials"].values())  # after the overrides
     artifacts = {a.path for a in client.list_artifacts(tracker.parent_id, "provenance")}
     assert ("provenance/git_diff.patch" in artifacts) == (tags["provenance.git_dirty"] == "true")
+    # the report: section as the end-of-run report uses it: the spec's, with the benchmark and method order
+    assert resolved["report"] == spec.report
+    assert resolved["report"]["table"]["methods"] == ["GRPO", "GSPO"]
+    assert resolved["report"]["table"]["benchmarks"] == list(spec.trials[0].config.data.benchmarks)
+
+
+def test_trial_params_are_its_backend_and_the_objectives_effective_values(tmp_path):
+    spec_file = tmp_path / "params.yaml"
+    spec_file.write_text("name: params\nseeds: [0]\nvariants: [{algorithm: dhpo, mixing: entropy, eps_high_seq: 0.3}]\n")
+    spec = load_spec(spec_file, ["base.trainer.steps=3"])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = SweepTracker(spec, uri, tmp_path)
+    params = MlflowClient(uri).get_run(tracker.start_trial(spec.trials[0])).data.params
+    assert params["backend"] == "local" and not [k for k in params if k.startswith("verl.")]
+    assert params["local.device"] == str(spec.trials[0].config.local.device)
+    # DHPO App. D defaults the spec left unset, next to the value it set
+    assert params["algorithm.params.eps_low_token"] == "0.2" and params["algorithm.params.eps_high_token"] == "0.28"
+    assert params["algorithm.params.eps_high_seq"] == "0.3" and params["algorithm.params.clip_mode"] == "branch"

@@ -1,0 +1,61 @@
+"""The spec recorded with a sweep: its parent run's ``spec/resolved.yaml`` artifact.
+
+    recorded = recorded_spec(client, parent_run_id)   # {} when the run has none
+    section = recorded.get("report")                    # the report: section `sweep run` used
+
+`sweep run` (sweeps/tracking.py) writes the artifact at every run of a sweep: ``spec`` (the YAML as
+written), ``report`` (the report: section with its defaults, i.e. what the end-of-run report used)
+and ``trials`` (trial id -> resolved config). `sweep status` reads the plan from it and `sweep
+report NAME` its report settings, so a name is enough to remake the same report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+RESOLVED_SPEC = "spec/resolved.yaml"  # artifact path on the sweep's parent run
+PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+
+
+def recorded_spec(client, run_id: str) -> dict:
+    """The parent run's resolved spec as a mapping; {} when it has none (recorded before it existed)."""
+    bar = os.environ.get(PROGRESS_BAR)
+    os.environ[PROGRESS_BAR] = "false"  # one small file: no progress bar on the terminal
+    try:
+        with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix=".sweep-spec-") as tmp:
+            try:
+                path = client.download_artifacts(run_id, RESOLVED_SPEC, tmp)
+            except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
+                return {}
+            return yaml.safe_load(Path(path).read_text()) or {}
+    finally:
+        if bar is None:
+            os.environ.pop(PROGRESS_BAR, None)
+        else:
+            os.environ[PROGRESS_BAR] = bar
+
+
+def recorded_report_section(recorded: dict) -> tuple[dict | None, bool]:
+    """(the report: section `sweep run` used, complete) from a recorded spec: its ``report`` entry
+    (complete: with the defaults it filled in), else the section as written in its ``spec`` (a sweep
+    recorded before the entry existed: complete=False), else (None, False)."""
+    if isinstance(recorded.get("report"), dict):
+        return recorded["report"], True
+    written = (recorded.get("spec") or {}).get("report") if isinstance(recorded.get("spec"), dict) else None
+    return (dict(written), False) if isinstance(written, dict) else (None, False)
+
+
+def changed_settings(made, recorded) -> list[str]:
+    """'key: recorded -> made' for each ReportConfig field (table fields as table.<key>) that differs."""
+    def flat(cfg) -> dict:
+        d = dataclasses.asdict(cfg)
+        table = d.pop("table")
+        return {**d, **{f"table.{k}": v for k, v in table.items()}}
+
+    mine, theirs = flat(made), flat(recorded)
+    return [f"{k}: {theirs[k]!r} -> {mine[k]!r}" for k in mine if mine[k] != theirs[k]]
