@@ -67,12 +67,12 @@ def _split(s: Optional[str]) -> Optional[list[str]]:
 
 def report_cmd(
     sweep_name: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name.")] = None,
-    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db).")] = None,
+    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else the run dir's mlflow.db, sqlite).")] = None,
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of `sweep run` (its store and report folder).")] = Path("runs"),
     parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <run-dir>/SWEEP_NAME/report for the run dir's store, else ./reports/SWEEP_NAME).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: the run dir's SWEEP_NAME/report for the run dir's store, else reports/SWEEP_NAME).")] = None,
     spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report (default: the section recorded with the sweep).")] = None,
-    metric: Annotated[Optional[str], typer.Option(help="Table metric with {benchmark}: val/{benchmark}/acc (default) or a checkpoint evaluation's eval/{benchmark}/avg_at_k, pass_at_k, maj_at_k.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="Table metric with {benchmark}: val/{benchmark}/acc (default) or a checkpoint evaluation's eval/{benchmark}/KIND, KIND = avg_at_k, pass_at_k or maj_at_k.")] = None,
     select_by: Annotated[Optional[str], typer.Option(help="Metric picking best step/config, e.g. val/avg/acc or AVG.")] = None,
     at: Annotated[Optional[At], typer.Option(help="final, or best (the step with the best --select-by).")] = None,
     mode: Annotated[Optional[Mode], typer.Option(help="Direction of --select-by.")] = None,
@@ -88,7 +88,7 @@ def report_cmd(
     ema_alpha: Annotated[Optional[float], typer.Option(help="EMA weight of the newest point, (0,1]; 1 = none, SSPO used 0.02.")] = None,
     band: Annotated[Optional[Band], typer.Option(help="Spread over seeds drawn around each curve.")] = None,
     by: Annotated[Optional[By], typer.Option(help="One curve per method or per config.")] = None,
-    formats: Annotated[Optional[str], typer.Option(help="Comma-separated: html,md,latex,csv,png,svg.")] = None,
+    formats: Annotated[Optional[str], typer.Option(help="Comma-separated, from: html, md, latex, csv, png, pdf, svg.")] = None,
     log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,
 ) -> None:
     """Write the sweep's report: paper table (md/tex/csv/html) + curves in ONE offline HTML file.

@@ -82,11 +82,13 @@ def print_trials(spec: SweepSpec) -> None:
     table = Table(title=f"{spec.name}: {len(spec.trials)} trials")
     # the id column is never cut: ids are what `sweep status` and MLflow run names show
     table.add_column("trial id", no_wrap=True, min_width=max(len(t.trial_id) for t in spec.trials))
-    for col in ("method", "algorithm", "params", "seed", "steps"):
-        table.add_column(col)
+    params_of = {t.trial_id: [f"{k}={v}" for k, v in t.config.algorithm.params.items()] for t in spec.trials}
+    widest = max((len(p) for ps in params_of.values() for p in ps), default=6)
+    for col in ("method", "params", "seed", "steps"):  # folded, never cut with "…"
+        table.add_column(col, overflow="fold", min_width=widest if col == "params" else None)
     for t in spec.trials:
-        params = ", ".join(f"{k}={v}" for k, v in t.config.algorithm.params.items())
-        table.add_row(*(Text(str(x)) for x in (t.trial_id, t.method, t.config.algorithm.name, params, t.config.seed,
+        params = "\n".join(params_of[t.trial_id])
+        table.add_row(*(Text(str(x)) for x in (t.trial_id, t.method, params, t.config.seed,
                                               t.config.trainer.steps)))  # shown verbatim, never read as markup
     console.print(table)
     r = spec.resources

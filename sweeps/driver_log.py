@@ -34,7 +34,7 @@ from sweeps.interrupts import InterruptGuard
 from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.store import mask_uri
-from sweeps.trial import stall_marker, trial_from_tune_config, unpack_steps
+from sweeps.trial import stall_marker, startup_note_path, trial_from_tune_config, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
 from trainers.metrics import LOGGED_PREFIXES, is_logged
@@ -61,6 +61,8 @@ class DriverState:
     slot: dict[str, float] = field(default_factory=dict)  # what one trial asks of Ray (its Tune slot)
     waiting_since: float | None = None  # trials pending and none running since then
     waiting_said: bool = False
+    tids: dict[str, str] = field(default_factory=dict)  # Tune's trial id -> ours
+    notes_read_at: float = 0.0
 
     def stall_reason(self, trial_id: str) -> str | None:
         marker = stall_marker(self.scratch, trial_id) if self.scratch else None
@@ -94,6 +96,7 @@ class MlflowLogger(Callback):
         if self.state is not None:
             self.state.writer.raise_if_failed()
             _say_if_waiting(self.state, trials)
+            _show_startup_notes(self.state, trials)
 
     def on_trial_start(self, iteration, trials, trial, **info):
         if self.state is None:
@@ -119,6 +122,8 @@ class MlflowLogger(Callback):
             meta = result.get("meta", "{}")
             if meta != s.seen_meta.get(tid):  # first result of each (re)start of the trial
                 s.seen_meta[tid] = meta
+                if s.scratch is not None:
+                    startup_note_path(s.scratch, tid).unlink(missing_ok=True)
                 s.writer.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
             # every step since the trial's previous result; journaled (on disk) before the trial goes on
             s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values in steps])
@@ -198,6 +203,30 @@ def _say_if_waiting(state: DriverState, trials) -> None:
     print(f"waiting for resources: {statuses.count('PENDING')} trial(s) pending, none running for "
           f"{now - state.waiting_since:.0f}s; each trial needs {need}; the cluster has {show(free)} free of "
           f"{show(total)} (other jobs on the cluster hold the rest)", file=sys.stderr, flush=True)
+
+
+NOTE_EVERY_S = 2.0
+
+
+def _show_startup_notes(state: DriverState, trials) -> None:
+    """Every few seconds: the latest line of each running trial that has not sent a step yet
+    (sweeps/trial.py startup_note_path), e.g. its base policy's warm start, for the terminal."""
+    now = time.monotonic()
+    if state.progress is None or state.scratch is None or now - state.notes_read_at < NOTE_EVERY_S:
+        return
+    state.notes_read_at = now
+    for trial in trials:
+        if trial.status != "RUNNING":
+            continue
+        tid = state.tids.get(trial.trial_id) or state.tids.setdefault(trial.trial_id, _tid(trial))
+        if tid in state.seen_meta:  # it reports steps: the table shows them
+            continue
+        try:
+            text = startup_note_path(state.scratch, tid).read_text()[:200].strip()
+        except OSError:
+            continue
+        if text:
+            state.progress.note(tid, text)
 
 
 def _ensure_run(state: DriverState, trial_id: str) -> None:

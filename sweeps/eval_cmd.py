@@ -123,7 +123,7 @@ def eval_cmd(
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="The sweep of a trial id found in several sweeps.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="First 4 problems, 1 sample, 64 new tokens: a quick end-to-end check.")] = False,
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of the sweep (MLflow store, checkpoints).")] = Path("runs"),
-    tracking_uri: Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI; default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")] = None,
+    tracking_uri: Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI; default $MLFLOW_TRACKING_URI, else the run dir's mlflow.db (sqlite).")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars (e.g. in CI logs).")] = False,
     unmarked: Annotated[Optional[str], typer.Option("--unmarked", help="A response with no answer marker: auto (default: field for the papers' benchmarks and your files, no_credit for the synthetic tasks), field (math-verify's verdict) or no_credit (as training rewards).")] = None,
     verifier_report: Annotated[bool, typer.Option("--verifier-report", help="Also write verifier_report.md beside the results: every response where verify_answer and plain math-verify disagree, with both answers.")] = False,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -66,15 +66,35 @@ class LiveProgress:
                           *[f"{m[k]:.3f}" if k in m else "" for k in SHOWN])
         return table
 
+    def note(self, trial_id: str, text: str | None) -> None:
+        """A running trial's line before its first step (building its base policy, resuming), shown
+        under the table on a terminal and printed as a line elsewhere; None clears it."""
+        row = self.rows.get(trial_id)
+        if row is None or row.get("note") == text:
+            return
+        row["note"] = text
+        if text and not self.console.is_terminal:
+            self.console.print(f"[{trial_id}] {text}", markup=False, highlight=False, soft_wrap=True)
+        elif self.live:
+            self.live.update(self.view())
+            self.last_render = time.time()
+
+    def view(self) -> Table | Group:
+        """The table, and under it the running trials' notes (lines as wide as the terminal)."""
+        notes = [f"{tid}: {r['note']}" for tid, r in self.rows.items() if r.get("note")]
+        return Group(self.table(), Text("\n".join(notes))) if notes else self.table()
+
     def update(self, trial_id: str, state: str, step: int | None = None, metrics: dict | None = None) -> None:
         row = self.rows[trial_id]
         row["state"] = state
+        if state != "RUNNING" or step is not None:  # steps arrive: the table shows them
+            row["note"] = None
         if step is not None:
             row["step"] = step
         if metrics:
             row["metrics"].update(metrics)
         if self.live and (time.time() - self.last_render > 0.5 or state != "RUNNING"):
-            self.live.update(self.table())
+            self.live.update(self.view())
             self.last_render = time.time()
 
     def __enter__(self):

@@ -72,6 +72,12 @@ def stall_marker(scratch_dir: Path | str, trial_id: str) -> Path:
     return Path(scratch_dir) / f"{trial_id}.stalled"
 
 
+def startup_note_path(scratch_dir: Path | str, trial_id: str) -> Path:
+    """Where a trial leaves its latest line before its first step (e.g. the base policy's warm start)
+    for the driver's terminal (sweeps/driver_log.py)."""
+    return Path(scratch_dir) / f"{trial_id}.note"
+
+
 def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
     """(step, wall-clock time, metrics) of every step a trial's result carries, in order."""
     return [(int(s["step"]), float(s["time"]), s["metrics"]) for s in json.loads(result.get("steps", "[]"))]
@@ -113,12 +119,20 @@ class _Watchdog:
                 os._exit(75)
 
 
-def _log(line: str, startup_log: list[str], started: bool) -> None:
-    """The backend's log before its first step (resume, checkpoint fallbacks) goes to the worker's log
-    and to the run's ``ray.startup_log`` tag; its per-step lines after that are dropped (hot path)."""
-    if not started and len(startup_log) < 20:
-        print(line, file=sys.stderr, flush=True)  # the worker's log under the Ray temp dir
+def _log(line: str, startup_log: list[str], started: bool, note: Path | None = None) -> None:
+    """The backend's log before its first step (resume, checkpoint fallbacks, building the base policy)
+    goes to the worker's log, to the run's ``ray.startup_log`` tag (its first 20 lines) and, the latest
+    line, to the ``note`` file the driver shows; its per-step lines after that are dropped (hot path)."""
+    if started:
+        return
+    print(line, file=sys.stderr, flush=True)  # the worker's log under the Ray temp dir
+    if len(startup_log) < 20:
         startup_log.append(line)
+    if note is not None:
+        try:
+            note.write_text(line)
+        except OSError:
+            pass  # a worker that cannot see the driver's run dir: the line is in its log
 
 
 def _checkpoint_step(path: Path | None) -> int:
@@ -212,6 +226,7 @@ def run_trial(config: dict) -> None:
             shutil.rmtree(last_checkpoint[0], ignore_errors=True)
         last_checkpoint[0] = Path(checkpoint_dir)
 
+    note = startup_note_path(payload["scratch_dir"], payload["trial_id"])
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0),
                          stall_marker(payload["scratch_dir"], payload["trial_id"]))
 
@@ -233,7 +248,7 @@ def run_trial(config: dict) -> None:
 
     try:
         final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
-                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta),
+                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta, note),
                                          storage_dir=trial_storage_dir(payload["scratch_dir"], payload["trial_id"]))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)

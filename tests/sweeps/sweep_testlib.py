@@ -17,7 +17,8 @@ TEST_CACHE = REPO / ".cache" / "test_base_models"  # shared by tests: a 30-step 
 
 
 def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=None, max_concurrent=2,
-               max_failures=2, resources=None, checkpoint_every=2, report_interval_s=None, report=None) -> Path:
+               max_failures=2, resources=None, checkpoint_every=2, report_interval_s=None, report=None,
+               warm_start=None) -> Path:
     spec = {
         "name": name,
         "defaults": [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}],
@@ -25,7 +26,7 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
             "trainer": {"steps": steps, "eval_every": 2, "checkpoint_every": checkpoint_every, "prompts_per_step": 2,
                         "group_size": 4, "max_new_tokens": 24, "eval_k": 1},
             "data": {"eval_size": 4, "train_size": 200},
-            "local": {"warm_start": {"steps": 150, "cache_dir": str(TEST_CACHE)}},
+            "local": {"warm_start": warm_start or {"steps": 150, "cache_dir": str(TEST_CACHE)}},
         },
         "seeds": list(seeds),
         "max_concurrent": max_concurrent,

@@ -50,6 +50,27 @@ def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
     assert list(empty_cwd.iterdir()) == [], "a dry run must not create files (runs/, mlflow.db, .ray)"
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_dry_run_table_is_whole_at_80_columns(path, empty_cwd):
+    inputs = shipped_user_inputs(path, INPUTS)
+    result = CliRunner().invoke(app, ["run", path.name, *inputs, "--dry-run"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    table = [ln for ln in result.output.splitlines() if ln[:1] in "┏┃┡│└"]
+    assert table and max(len(ln) for ln in table) <= 80, max(table, key=len)
+    assert "…" not in result.output  # nothing cut: ids, methods and params are shown whole (folded)
+    for t in _load(str(path), inputs, smoke=False).trials:
+        for k, v in t.config.algorithm.params.items():
+            assert f"{k}={v}" in result.output
+
+
+@pytest.mark.parametrize("command", ["", "run", "resume", "status", "ui", "ls-objectives", "report", "table", "eval"])
+def test_help_is_whole_at_80_columns(command):
+    result = CliRunner().invoke(app, [*filter(None, [command]), "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output, [ln for ln in result.output.splitlines() if "…" in ln]
+    assert max(len(ln) for ln in result.output.splitlines()) <= 80
+
+
 @pytest.mark.parametrize("name", ["dhpo_clip_ablation", "dhpo_clip_ablation.yaml"])
 def test_dry_run_by_name_with_and_without_suffix(name, empty_cwd):
     result = invoke("run", name, "--dry-run")

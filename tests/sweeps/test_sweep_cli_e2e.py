@@ -76,10 +76,14 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
     cwd = short_cwd()
     name = spec_in(cwd, "cli_doc", seeds=(0,), steps=4,
                    variants=[{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
-                   report={"table": {"select_by": "val/avg/acc", "at": "final", "base": "Base", "baselines": ["GRPO"]}})
+                   report={"table": {"select_by": "val/avg/acc", "at": "final", "base": "Base", "baselines": ["GRPO"]}},
+                   warm_start={"steps": 300, "cache_dir": str(cwd / "bases")})  # built by this run
     code, shown = sweep_in_pty(cwd, "run", name)
     assert code == 0, shown[-4000:]
     assert "cli_doc" in shown and "FINISHED" in shown  # the live table, on a terminal
+    # while the base policy is built (before any step), its progress is under the live table
+    assert "grpo.s0: building base policy" in shown or "dhpo-entropy.s0: building base policy" in shown, shown[:3000]
+    assert "/300: nll=" in shown, shown[:3000]
     # the end-of-run table drawn for the terminal (no Markdown marks), its legend, and the report
     end = shown[shown.rindex("Method"):]
     assert "┃" in end and "<u>" not in end and "| Method |" not in end and "strongest baseline" in end, end

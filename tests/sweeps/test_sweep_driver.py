@@ -214,6 +214,38 @@ def test_live_table_shows_states_and_markup_like_ids_verbatim(spec):
     assert "0.250" in text and "3/" in text
 
 
+def test_startup_notes_show_under_the_live_table_or_as_lines_until_steps_arrive(spec):
+    t = spec.trials[0]
+    piped = io.StringIO()
+    progress = LiveProgress(spec.name, spec.trials, {}, console=Console(file=piped, width=120))
+    progress.note(t.trial_id, "warm start 30/150: nll=1.2")
+    progress.note(t.trial_id, "warm start 30/150: nll=1.2")  # unchanged: not repeated
+    assert piped.getvalue().count(f"[{t.trial_id}] warm start 30/150") == 1
+
+    terminal = io.StringIO()
+    progress = LiveProgress(spec.name, spec.trials, {}, console=Console(file=terminal, width=120, force_terminal=True))
+    progress.update(t.trial_id, state="RUNNING")
+    progress.note(t.trial_id, "building base policy abc (150 warm-start steps) ...")
+    rendered = io.StringIO()
+    Console(file=rendered, width=120).print(progress.view())
+    assert f"{t.trial_id}: building base policy abc (150 warm-start steps) ..." in rendered.getvalue()
+    progress.update(t.trial_id, state="RUNNING", step=0, metrics={"val/avg/acc": 0.1})  # its first step
+    rendered = io.StringIO()
+    Console(file=rendered, width=120).print(progress.view())
+    assert "building base policy" not in rendered.getvalue()
+
+
+def test_a_trial_leaves_its_lines_before_the_first_step_for_the_driver(tmp_path):
+    from sweeps.trial import _log, startup_note_path
+
+    note, startup = startup_note_path(tmp_path, "grpo.s0"), []
+    for i in range(25):
+        _log(f"warm start {i}/25", startup, started=False, note=note)
+    assert note.read_text() == "warm start 24/25" and len(startup) == 20  # the tag keeps the first 20
+    _log("step line", startup, started=True, note=note)  # after the first step: the hot path writes nothing
+    assert note.read_text() == "warm start 24/25" and len(startup) == 20
+
+
 def test_a_reported_key_outside_the_contract_is_dropped_with_one_warning(caplog):
     from sweeps.driver_log import logged_metrics
 

@@ -100,7 +100,7 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        if (step + 1) % 100 == 0 or step + 1 == w.steps:
+        if (step + 1) % max(1, w.steps // 10) == 0 or step + 1 == w.steps:  # ~10 progress lines
             log(f"warm start {step + 1}/{w.steps}: nll={loss.item():.3f}")
     model.eval()
 
