@@ -1,4 +1,4 @@
-"""Renderers for `dashboards.tables.Table`: Markdown, LaTeX (booktabs), HTML, CSV.
+"""A built paper table (`Table`) and its renderers: Markdown, LaTeX (booktabs), HTML, CSV.
 
     table.to_markdown() / table.to_latex(caption=..., label=...) / table.to_html() / table.to_csv()
 
@@ -17,14 +17,54 @@ from __future__ import annotations
 import csv
 import html
 import io
+import math
 import unicodedata
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dashboards.tables import DELTA, Table
+from dashboards.table_model import DELTA, Row, TableConfig
 
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+@dataclass
+class Table:
+    """A built table: rows grouped by model plus the columns; render with to_*()."""
+
+    columns: list[str]
+    rows: list[Row]
+    config: TableConfig
+    footnotes: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(r.model for r in self.rows))
+
+    def fmt(self, col: str, v: float | None) -> str:
+        """A value as displayed (scaled, rounded; Delta Avg signed); '—' when missing."""
+        if v is None or not math.isfinite(v):
+            return "—"
+        s = f"{v * self.config.scale:.{self.config.decimals}f}"
+        if s.lstrip("-").strip("0.") == "":
+            s = s.lstrip("-")  # no "-0.0"
+        return ("+" + s if col == DELTA and not s.startswith("-") else s)
+
+    def to_markdown(self) -> str:
+        return to_markdown(self)
+
+    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
+        return to_latex(self, caption=caption, label=label)
+
+    def to_html(self) -> str:
+        return to_html(self)
+
+    def to_csv(self) -> str:
+        return to_csv(self)
+
+    def to_frame(self) -> pd.DataFrame:
+        return to_frame(self)
 
 
 def _one_line(text: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from dashboards.tables import DELTA, Row, TableConfig
+from dashboards.table_model import DELTA, Row, TableConfig
 
 MIN_SEEDS = {"auto": 3, "welch": 2}
 

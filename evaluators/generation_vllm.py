@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from evaluators.generation import GPU_INSTALL, Prompt, Sample, SamplingParams, apply_template, messages_of
+from evaluators.sampling import GPU_INSTALL, Prompt, Sample, SamplingParams, apply_template, messages_of
 
 
 class VLLMGenerator:
