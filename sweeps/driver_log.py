@@ -34,7 +34,7 @@ from sweeps.interrupts import InterruptGuard
 from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.store import mask_uri
-from sweeps.trial import stall_marker, startup_note_path, trial_from_tune_config, unpack_steps
+from sweeps.trial import stall_marker, startup_note_path, trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
 from trainers.metrics import LOGGED_PREFIXES, is_logged
@@ -61,7 +61,6 @@ class DriverState:
     slot: dict[str, float] = field(default_factory=dict)  # what one trial asks of Ray (its Tune slot)
     waiting_since: float | None = None  # trials pending and none running since then
     waiting_said: bool = False
-    tids: dict[str, str] = field(default_factory=dict)  # Tune's trial id -> ours
     notes_read_at: float = 0.0
 
     def stall_reason(self, trial_id: str) -> str | None:
@@ -218,7 +217,7 @@ def _show_startup_notes(state: DriverState, trials) -> None:
     for trial in trials:
         if trial.status != "RUNNING":
             continue
-        tid = state.tids.get(trial.trial_id) or state.tids.setdefault(trial.trial_id, _tid(trial))
+        tid = _tid(trial)
         if tid in state.seen_meta:  # it reports steps: the table shows them
             continue
         try:
@@ -247,7 +246,7 @@ def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, f
 
 
 def _tid(tune_trial) -> str:
-    return trial_from_tune_config(tune_trial.config).trial_id
+    return trial_id_of(tune_trial.config)
 
 
 def _error_text(trial) -> str:

@@ -42,7 +42,7 @@ from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity
 from sweeps.spec import SweepSpec
 from sweeps.store import default_uri, mask_uri, quiet_mlflow_environment, resolve_uri, store_lock
 from sweeps.sweep_lock import SweepLock
-from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_payload
+from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
 
@@ -328,12 +328,8 @@ def _stop_local_ray(options: RunOptions) -> None:
     ray.shutdown()
 
 
-def _tid(tune_trial) -> str:
-    return trial_from_tune_config(tune_trial.config).trial_id
-
-
 def _dirname(tune_trial) -> str:
-    return _tid(tune_trial)
+    return trial_id_of(tune_trial.config)
 
 
 def _scheduler(spec: SweepSpec):

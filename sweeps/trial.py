@@ -83,6 +83,12 @@ def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
     return [(int(s["step"]), float(s["time"]), s["metrics"]) for s in json.loads(result.get("steps", "[]"))]
 
 
+def trial_id_of(config: dict) -> str:
+    """The trial id of a Tune config, without building its config: the payload's, or for an Optuna
+    sample the id `search_trial` gives it (that needs the sampled config)."""
+    return trial_from_tune_config(config).trial_id if config.get("search") else config["trial"]["trial_id"]
+
+
 def trial_from_tune_config(config: dict) -> Trial:
     """The Trial of a Tune config: the payload's trial, or (Optuna search) its template + sampled values."""
     from trainers.config import TrialConfig
