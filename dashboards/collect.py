@@ -29,7 +29,7 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
-from trainers.suggest import did_you_mean
+from contract.suggest import did_you_mean
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
               "stopped_by")

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from trainers.metrics import CLIP_FRACTIONS
+from contract.metrics import CLIP_FRACTIONS
 
 BANDS = ("minmax", "std", "seeds", "none")
 CLIP_KEYS = CLIP_FRACTIONS

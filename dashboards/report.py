@@ -31,7 +31,7 @@ from dashboards import curves as cv
 from dashboards.collect import SweepData, collect
 from dashboards.sweep_tables import table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
-from trainers.suggest import did_you_mean
+from contract.suggest import did_you_mean
 
 FORMATS = ("html", "md", "latex", "csv", "png", "svg")
 NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI

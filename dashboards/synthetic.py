@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from trainers.metrics import MIX_WEIGHT, STEP_METRICS
+from contract.metrics import MIX_WEIGHT, STEP_METRICS
 
 # (display label, registry name, a "strength" that shapes the synthetic accuracy curve)
 METHODS: tuple[tuple[str, str, float], ...] = (

@@ -17,16 +17,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import InputError
 from evaluators.verifier import UNMARKED
 from evaluators.benchmarks import PAPER_BENCHMARKS, SYNTHETIC_BENCHMARKS  # PAPER_: DHPO Table 1's columns, in order
-from trainers.suggest import did_you_mean
+from contract.suggest import did_you_mean
 MATH_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
 """Appended to a plain-text problem of the paper benchmarks (verl's math recipes use this line)."""
 BACKENDS = ("hf", "vllm")
 PROMPT_FORMATS = ("auto", "chat", "raw")
 
 
-class EvalConfigError(ValueError):
+class EvalConfigError(InputError):
     """A bad `eval` value; the message names the key and what was expected."""
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 
 from evaluators.eval_config import EvalConfig
 from evaluators.tasks import Problem
-from trainers.metrics import EVAL_AVG as AVG_KEY, eval_key
+from contract.metrics import EVAL_AVG as AVG_KEY, eval_key
 
 
 @dataclass

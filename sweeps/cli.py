@@ -204,7 +204,7 @@ def status(
     """
     from sweeps.status import StatusRow, planned_from_store, recorded_trials
     from sweeps.store import StoreMissing, mask_uri, open_existing, resolve_uri
-    from trainers.metrics import TRIAL_STEP, VAL_AVG
+    from contract.metrics import TRIAL_STEP, VAL_AVG
 
     is_spec = sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or bool(overrides) or smoke
     loaded = _load(sweep, overrides or [], smoke) if is_spec else None

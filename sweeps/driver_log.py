@@ -37,7 +37,7 @@ from sweeps.store import mask_uri
 from sweeps.trial import stall_marker, startup_note_path, trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
-from trainers.metrics import LOGGED_PREFIXES, is_logged
+from contract.metrics import LOGGED_PREFIXES, is_logged
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, f
         for key in values.keys() - out.keys() - dropped:
             dropped.add(key)
             log.warning("metric %r is not logged to MLflow: a metric must be a number named under one of %s "
-                        "(trainers/metrics.py)", key, ", ".join(LOGGED_PREFIXES))
+                        "(contract/metrics.py)", key, ", ".join(LOGGED_PREFIXES))
     return out
 
 

@@ -27,13 +27,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from contract.errors import InputError
 from evaluators.eval_config import EvalConfig
 from evaluators.eval_run import EvalTarget
 
 EVAL_EXPERIMENT = "eval"
 
 
-class TargetError(ValueError):
+class TargetError(InputError):
     """TARGET is none of the accepted forms; the message lists what was tried."""
 
 
@@ -69,8 +70,7 @@ def checkpoint_target(path: Path, run_dir: Path) -> EvalTarget:
 def trial_target(client, run, run_dir: Path, sweep: str) -> EvalTarget | str:
     """The newest checkpoint of a trial run, or the reason there is none."""
     from evaluators.checkpoints import TRIAL_FILE
-    from sweeps.runner import checkpoint_candidates
-    from sweeps.trial import STEP_FILE
+    from sweeps.trial import STEP_FILE, checkpoint_candidates
 
     trial_id = run.data.tags["trial_id"]
     found = checkpoint_candidates(run_dir / sweep / "ray_results", trial_id, max_step=10**12, keep=1)

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeps.spec import Trial
-from trainers.metrics import PROGRESS
+from contract.metrics import PROGRESS
 
 SHOWN = PROGRESS
 STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red",

@@ -42,7 +42,7 @@ from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity
 from sweeps.spec import SweepSpec
 from sweeps.store import default_uri, mask_uri, quiet_mlflow_environment, resolve_uri, store_lock
 from sweeps.sweep_lock import SweepLock
-from sweeps.trial import STEP_FILE, run_trial, trial_from_tune_config, trial_id_of, trial_payload
+from sweeps.trial import checkpoint_candidates, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
 
@@ -73,25 +73,6 @@ class SweepResult:
     parent_run_id: str
     statuses: dict[str, str]  # trial id -> FINISHED / FAILED / SKIPPED
     seconds: float
-
-
-def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep: int = 3) -> list[Path]:
-    """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first.
-
-    ``max_step`` is the last step recorded in MLflow: a killed driver may have lost the metrics of
-    the steps after it, so the trial resumes early enough to replay them (already-logged steps are
-    skipped), and every step ends up logged exactly once. Older candidates are fallbacks for a
-    newest one that turns out unreadable (truncated, corrupt).
-    """
-    found = []
-    for step_file in results_dir.glob(f"*/{trial_id}/checkpoint_*/{STEP_FILE}"):
-        try:
-            step = int(step_file.read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if step <= max_step:
-            found.append((step, step_file.stat().st_mtime, step_file.parent))
-    return [path for _, _, path in sorted(found, reverse=True)[:keep]]
 
 
 def _open_tracker(spec: SweepSpec, tracking_uri: str, run_dir: Path) -> SweepTracker:

@@ -1,12 +1,13 @@
 """The error type of sweep specs and its unknown-key message (the "did you mean" hint is
-trainers/suggest.py's, shared with the trial config)."""
+contract/suggest.py's, shared with the trial config)."""
 
 from __future__ import annotations
 
-from trainers.suggest import did_you_mean
+from contract.errors import InputError
+from contract.suggest import did_you_mean
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A malformed sweep spec; the message names the file, the key path and what was expected."""
 
 

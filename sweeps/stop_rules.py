@@ -22,12 +22,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.metrics import LOGGED_PREFIXES
+from contract.errors import InputError
+from contract.metrics import LOGGED_PREFIXES
 
 KEYS = ("metric", "below", "above", "for_steps", "no_improvement", "mode", "min_delta", "name")
 
 
-class StopRuleError(ValueError):
+class StopRuleError(InputError):
     """A bad `stop:` entry; the message names it and what was expected."""
 
 

@@ -45,7 +45,7 @@ from mlflow.tracking import MlflowClient
 from dashboards.recorded_spec import RESOLVED_SPEC
 from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease, is_server
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
-from trainers.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
+from contract.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch

@@ -78,6 +78,25 @@ def startup_note_path(scratch_dir: Path | str, trial_id: str) -> Path:
     return Path(scratch_dir) / f"{trial_id}.note"
 
 
+def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep: int = 3) -> list[Path]:
+    """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first.
+
+    ``max_step`` is the last step recorded in MLflow: a killed driver may have lost the metrics of
+    the steps after it, so the trial resumes early enough to replay them (already-logged steps are
+    skipped), and every step ends up logged exactly once. Older candidates are fallbacks for a
+    newest one that turns out unreadable (truncated, corrupt).
+    """
+    found = []
+    for step_file in results_dir.glob(f"*/{trial_id}/checkpoint_*/{STEP_FILE}"):
+        try:
+            step = int(step_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if step <= max_step:
+            found.append((step, step_file.stat().st_mtime, step_file.parent))
+    return [path for _, _, path in sorted(found, reverse=True)[:keep]]
+
+
 def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
     """(step, wall-clock time, metrics) of every step a trial's result carries, in order."""
     return [(int(s["step"]), float(s["time"]), s["metrics"]) for s in json.loads(result.get("steps", "[]"))]

@@ -5,7 +5,7 @@
     Reporter(step, metrics: dict[str, float], checkpoint_dir: Path | None)
 
 A backend calls ``report`` once per logged step with the metric names of the contract in
-trainers/metrics.py (``STEP_METRICS`` every step, ``val_metrics`` at evaluations) and, when it
+contract/metrics.py (``STEP_METRICS`` every step, ``val_metrics`` at evaluations) and, when it
 wrote a checkpoint at that step, the checkpoint directory.
 
 ``workdir`` is this attempt's scratch space (deleted when the attempt ends); ``storage_dir`` is

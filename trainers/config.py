@@ -37,12 +37,9 @@ from trainers.backends import get_backend
 from trainers.local.config import LocalConfig, WarmStartConfig  # noqa: F401  (WarmStartConfig: re-exported)
 from trainers.objectives import get_objective
 from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
-from trainers.suggest import did_you_mean
+from contract.errors import ConfigError, require
+from contract.suggest import did_you_mean
 from trainers.verl_backend.config import VerlConfig
-
-
-class ConfigError(ValueError):
-    """A bad configuration value; the message names the key path and what was expected."""
 
 
 @dataclass
@@ -200,11 +197,6 @@ def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
             fail("a mapping")
         value = dict(value)
     return value
-
-
-def require(ok: bool, source: str, path: str, expected: str, value: Any) -> None:
-    if not ok:
-        raise ConfigError(f"{source}: {path}: expected {expected}, got {value!r}")
 
 
 def validate(cfg: TrialConfig, source: str = "config") -> None:

@@ -36,14 +36,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainers.suggest import did_you_mean
+from contract.errors import InputError
+from contract.suggest import did_you_mean
 
 _MISSING = object()
 _PARSER = None
 USAGE = "key=value, +key=value, ++key=value or ~key[=value]"
 
 
-class OverrideError(ValueError):
+class OverrideError(InputError):
     """A malformed or inapplicable override; callers prefix where it came from."""
 
 

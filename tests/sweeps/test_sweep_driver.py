@@ -20,7 +20,8 @@ from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import RESUME_HINT, InterruptGuard, SweepInterrupted
 from sweeps.progress import LiveProgress
 from sweeps.ray_cluster import MAX_RAY_TEMP_CHARS, Capacity, check_resources, local_temp_dir
-from sweeps.runner import _param_space, checkpoint_candidates
+from sweeps.runner import _param_space
+from sweeps.trial import checkpoint_candidates
 from sweeps.spec import SpecError, load_spec
 from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 from sweeps.trial import STEP_FILE, run_trial, trial_payload

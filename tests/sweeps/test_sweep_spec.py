@@ -91,7 +91,14 @@ def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
         assert sorted(t.config.seed for t in trials) == sorted(seeds), config_id
         dicts = [{**t.config.to_dict(), "seed": None} for t in trials]
         assert all(d == dicts[0] for d in dicts), f"{config_id}: seeds differ in more than the seed"
-    assert spec.report == spec.raw.get("report", {})
+    # the report: section as written, with the benchmark and method order the report uses filled in
+    written = spec.raw.get("report", {})
+    assert {k: v for k, v in spec.report.items() if k != "table"} == {k: v for k, v in written.items() if k != "table"}
+    table = spec.report["table"]
+    assert {k: table[k] for k in written.get("table", {})} == written.get("table", {})
+    assert table.get("methods", list(dict.fromkeys(t.method for t in spec.trials))) == \
+        written.get("table", {}).get("methods", list(dict.fromkeys(t.method for t in spec.trials)))
+    assert table["benchmarks"]
     assert list(empty_cwd.iterdir()) == [], "loading a spec must not create files"
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from contract.errors import require
+
 
 TOKENIZERS = ("char", "char_tags")
 """Values of local.tokenizer: one token per character, or that plus the response tags as single tokens."""
@@ -59,7 +61,6 @@ class LocalConfig:
 
 def validate_local_section(cfg, source: str) -> None:
     """Range checks of the ``local:`` section; ConfigError naming the key path."""
-    from trainers.config import require
 
     m, w = cfg.local, cfg.local.warm_start
     require(m.device in ("cpu", "cuda", "auto"), source, "local.device", "'cpu', 'cuda' or 'auto'", m.device)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from trainers.objectives.base import PolicyBatch
-from trainers.suggest import did_you_mean
+from contract.suggest import did_you_mean
 from trainers.objectives.cispo import CISPOParams, cispo_loss
 from trainers.objectives.dhpo import DHPOParams, dhpo_loss
 from trainers.objectives.gmpo import GMPOParams, gmpo_loss

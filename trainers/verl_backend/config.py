@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import ConfigError
+
 ROLLOUTS = ("auto", "vllm", "sglang", "zoo_hf")
 """verl.rollout values: 'auto' picks GPU_ROLLOUT for trials with GPUs and CPU_ROLLOUT on CPU."""
 GPU_ROLLOUT = "vllm"
@@ -130,7 +132,6 @@ def _require_user_inputs(cfg: Any, source: str) -> None:
     """One error listing every input a verl trial needs from the user: a model directory on GPUs
     (the built-in tiny Qwen3 is for the CPU platform) and a file per benchmark that is not built in."""
     from evaluators.tasks import BENCHMARKS
-    from trainers.config import ConfigError
 
     missing = []
     if cfg.verl.device == "cuda" and cfg.model.path is None:
@@ -151,7 +152,6 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
     TrialConfig with backend 'verl' also the batch arithmetic verl needs (mini-batches of whole
     prompts, batches that split evenly over GPUs and micro-batches, a token budget that fits one
     sequence), named by the trial keys to change."""
-    from trainers.config import ConfigError  # here: trainers.config imports this module
 
     verl = cfg if isinstance(cfg, VerlConfig) else cfg.verl
 
@@ -213,7 +213,6 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
 
 def _check_overrides(items: Any, source: str) -> None:
     """Each extra override parses as a single (non-sweep) Hydra override."""
-    from trainers.config import ConfigError
 
     if not isinstance(items, list):
         raise ConfigError(f"{source}: verl.extra_overrides: expected a list of Hydra overrides, got {items!r}")

@@ -1,4 +1,4 @@
-"""verl's per-step metrics -> the platform's metric contract (trainers/metrics.py).
+"""verl's per-step metrics -> the platform's metric contract (contract/metrics.py).
 
 verl's ``file`` logger writes one JSON line per step, ``{"step": n, "data": {name: value}}``. This
 module turns a line's ``data`` into contract names so curves from both backends line up:
@@ -27,7 +27,7 @@ import re
 import sys
 from typing import Any
 
-from trainers.metrics import GRAD_NORM, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
+from contract.metrics import GRAD_NORM, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
 
 _VAL_CORE = re.compile(r"^val-core/(?P<source>.+)/(?P<metric>acc|reward|score)/mean@(?P<n>\d+)$")
 _PASS = ("actor/", "response_length/", "perf/")

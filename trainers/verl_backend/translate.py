@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.objectives import AGG_MODES, get_objective
-from trainers.suggest import did_you_mean
+from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
 from trainers.verl_backend.verl_checks import (
     ACTOR, ACTOR_PARAMS, ROLLOUT, check_batches, check_node, check_objective, config_error, first_line, require,

@@ -16,8 +16,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from contract.errors import ConfigError
+from contract.suggest import did_you_mean
 from trainers.objectives import get_objective
-from trainers.suggest import did_you_mean
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -26,8 +27,6 @@ ACTOR_PARAMS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau
 
 
 def config_error(source: str, message: str) -> Exception:
-    from trainers.config import ConfigError  # lazily: trainers.config imports the verl section
-
     return ConfigError(f"{source}: {message}")
 
 

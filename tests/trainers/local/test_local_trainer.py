@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainers.metrics import DHPO_METRICS, STEP_METRICS, val_metrics
+from contract.metrics import DHPO_METRICS, STEP_METRICS, val_metrics
 from trainers.config import ConfigError, load_trial_config
 from trainers.local.trainer import train
 from trainers.objectives import OBJECTIVES

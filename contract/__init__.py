@@ -1,0 +1,9 @@
+"""The ground floor: what every package of the platform agrees on, and nothing else.
+
+    from contract.metrics import ENTROPY, val_key      # metric names and key templates
+    from contract.errors import ConfigError, require   # the error of bad input, and its one check
+    from contract.suggest import did_you_mean          # the "did you mean" hint of unknown keys
+
+Pure Python (no torch, pandas, Ray or MLflow): any package imports it cheaply, and it imports no
+package of the platform. The floors above it: evaluators, trainers, dashboards, sweeps.
+"""
