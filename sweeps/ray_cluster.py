@@ -26,6 +26,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from contract.env import RAY_AUTH_MODE, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH
 from sweeps.spec_errors import SpecError
 
 
@@ -46,9 +47,9 @@ def check_cluster(address: str) -> str:
     returns the GCS address. ``SpecError`` (exit 2) for ray://, ``ClusterUnavailable`` (exit 4) otherwise."""
     if address.startswith("ray://"):
         raise SpecError(RAY_CLIENT_REFUSAL.format(address=address))
-    token_given = bool(os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"))
-    if token_given and not os.environ.get("RAY_AUTH_MODE"):
-        os.environ["RAY_AUTH_MODE"] = "token"
+    token_given = bool(RAY_AUTH_TOKEN.get() or RAY_AUTH_TOKEN_PATH.get())
+    if token_given and not RAY_AUTH_MODE.get():
+        os.environ[RAY_AUTH_MODE.name] = "token"
     _refresh_auth_config()
     from ray._private.services import canonicalize_bootstrap_address
 
@@ -240,11 +241,11 @@ def enable_local_token_auth() -> None:
     mode once per process, so its cached config is refreshed here (what Ray itself does when it
     turns token auth on for a new local cluster).
     """
-    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+    if (RAY_AUTH_MODE.get() or "").lower() == "disabled":
         logging.getLogger(__name__).warning(
             "RAY_AUTH_MODE=disabled: the local Ray cluster accepts unauthenticated connections on all interfaces")
         return
-    os.environ["RAY_AUTH_MODE"] = "token"
-    if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
-        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    os.environ[RAY_AUTH_MODE.name] = "token"
+    if not (RAY_AUTH_TOKEN.get() or RAY_AUTH_TOKEN_PATH.get()):
+        os.environ[RAY_AUTH_TOKEN.name] = secrets.token_hex(32)
     _refresh_auth_config()  # it caches the token too (a later sweep in this process)

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from contract.env import FORWARD_ENTROPY
 from trainers.objectives import AGG_MODES, get_objective
 from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
@@ -204,7 +205,7 @@ def trial_env(cfg: Any) -> dict[str, str]:
     (cpu_runtime) adds its own module: merge with merge_env, which joins the module lists."""
     env = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE}
     if objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[1]:
-        env["ZOO_VERL_FORWARD_ENTROPY"] = "1"
+        env[FORWARD_ENTROPY.name] = "1"
     return merge_env(env, cfg.verl.extra_env)
 
 

@@ -16,6 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from contract.env import FORWARD_ENTROPY
 from contract.errors import ConfigError
 from contract.suggest import did_you_mean
 from trainers.objectives import get_objective
@@ -145,6 +146,6 @@ def check_objective(mode: str, actor_cfg: Any, env: Mapping[str, str] | None, so
         require(bool(actor_cfg.calculate_entropy), source, f"{ACTOR}.calculate_entropy",
                 f"True ({mode} with mixing='entropy' needs per-token entropy)", actor_cfg.calculate_entropy)
         if env is not None:
-            require(env.get("ZOO_VERL_FORWARD_ENTROPY", "").lower() in ("1", "true", "yes"), source,
-                    "env ZOO_VERL_FORWARD_ENTROPY", f"'1' ({mode} with mixing='entropy')",
-                    env.get("ZOO_VERL_FORWARD_ENTROPY"))
+            require(env.get(FORWARD_ENTROPY.name, "").lower() in ("1", "true", "yes", "on"), source,
+                    f"env {FORWARD_ENTROPY.name}", f"'1' ({mode} with mixing='entropy')",
+                    env.get(FORWARD_ENTROPY.name))

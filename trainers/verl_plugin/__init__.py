@@ -31,8 +31,9 @@ registry needs):
     pip install -c constraints.txt "tensordict>=0.8.0,<=0.10.0,!=0.9.0" codetiming datasets
 """
 
-import os
 import warnings
+
+from contract.env import FORWARD_ENTROPY
 
 try:
     import verl
@@ -57,7 +58,7 @@ register_zoo_losses()
 
 # Opt-in (env var, because Ray workers import this module via VERL_USE_EXTERNAL_MODULES and
 # have no other hook): forward the actor's per-token entropy to zoo losses (dhpo mixing=entropy).
-if os.environ.get("ZOO_VERL_FORWARD_ENTROPY", "").lower() in ("1", "true", "yes"):
+if FORWARD_ENTROPY.get():
     enable_entropy_forwarding()
 
 __all__ = [

@@ -32,12 +32,14 @@ import torch.distributed
 from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
+from contract.env import VERL_PLATFORM
+
 PLATFORM_NAME = "cpu"
 
 
 def cpu_platform_active() -> bool:
     """True when this process selected the CPU platform (``VERL_PLATFORM=cpu``)."""
-    return os.environ.get("VERL_PLATFORM", "").strip().lower() == PLATFORM_NAME
+    return (VERL_PLATFORM.get() or "").strip().lower() == PLATFORM_NAME
 
 
 def _host_memory() -> tuple[int, int]:
