@@ -57,7 +57,7 @@ def short_ray_dir() -> Path:
 
 def short_cwd() -> Path:
     """A working directory short enough that the CLI's defaults (runs/, runs/.ray) suit Ray's sockets:
-    the end-to-end CLI tests run the commands exactly as the README writes them, with no path flags."""
+    the end-to-end CLI tests run the commands exactly as docs/cli.md writes them, with no path flags."""
     root = REPO / ".rt"
     root.mkdir(exist_ok=True)
     for n in _SHORT_NAMES:  # never the same path twice in a process: MLflow caches a store per URI

@@ -3,7 +3,7 @@
 The GRPO trial of each shipped spec runs its first training steps on the built-in trainer (the real
 cached base of each spec, evaluation cut to a few problems): objective_dynamics.yaml must clip a
 share of tokens that the default dhpo_vs_baselines.yaml, with 2 on-policy-ish updates per rollout,
-almost never does (README "What the laptop study shows": ~6% against ~0.05% over 200 steps).
+almost never does (docs/results.md, objective_dynamics.yaml: ~6% against ~0.05% over 200 steps).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `sweep` command line end to end, typed as the README writes it: no --no-progress, no
+"""The `sweep` command line end to end, typed as docs/cli.md writes it: no --no-progress, no
 --no-report, no path flags (the working directory is short enough for Ray's sockets).
 
 Real Ray (a local cluster per command), a real MLflow sqlite store, real training. Covers: the

@@ -1,9 +1,9 @@
-"""A real multi-node Ray cluster and a real MLflow server, used as the README's cluster section says.
+"""A real multi-node Ray cluster and a real MLflow server, used as docs/clusters.md says.
 
 A token-protected cluster started with `ray start --head` plus a second node (`ray start --address`) on
 this machine, and `mlflow server` on 127.0.0.1 (sqlite backend), reached through a URI that carries
 credentials (`http://alice:<secret>@127.0.0.1:PORT`: the server ignores them; no output may show the
-secret). The driver has only `RAY_AUTH_TOKEN` set, as the README says. Checked, as a user types it:
+secret). The driver has only `RAY_AUTH_TOKEN` set, as docs/clusters.md says. Checked, as a user types it:
 
 * `--address ray://...` is refused with exit 2 before anything is created (no cluster needed);
 * a wrong or missing token: exit 4, one clear line naming the address and what to set, no traceback;

@@ -1,7 +1,7 @@
 """Checkpoint evaluation end to end: a spec's `eval:` section, then `sweep eval` on every TARGET form.
 
 Real Ray, a real MLflow sqlite store, real training and real generation with the HF backend on the
-tiny local model; the commands are typed as the README writes them (no --no-progress, no path
+tiny local model; the commands are typed as docs/evaluation.md writes them (no --no-progress, no path
 flags, in a short working directory). A user benchmark file in the plain {problem, answer} schema
 sits beside a synthetic benchmark. Checked: metrics at the final step in each trial's run, equal to
 what the per-problem artifact files say; the base policy evaluated once and logged at step 0 of both; the report's table built from them; a re-run of the same

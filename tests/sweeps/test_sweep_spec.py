@@ -477,7 +477,7 @@ MALFORMED_IDS = [case for case, _, _ in MALFORMED]
 
 
 def test_malformed_table_is_large_enough():
-    assert len(MALFORMED) == 60 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)  # the count the README gives
+    assert len(MALFORMED) == 60 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)  # as docs/testing.md says
 
 
 @pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)

@@ -1,4 +1,4 @@
-"""A stop rule in a real sweep (real Ray, real MLflow, real training), typed as the README writes it:
+"""A stop rule in a real sweep (real Ray, real MLflow, real training), typed as docs/spec.md writes it:
 the trial ends FINISHED at the step the rule fired with its `stopped_by` tag, the step's metrics are
 logged, a re-run treats it as done, and the report's table footnotes it."""
 

@@ -1,4 +1,4 @@
-"""A PostgreSQL tracking store, as the README's cluster section writes it (`postgresql+psycopg2://`, the
+"""A PostgreSQL tracking store, as docs/clusters.md writes it (`postgresql+psycopg2://`, the
 `server` extra's driver): a sweep, `sweep status/report NAME`, `sweep ui` started on it, and the password
 never printed nor on the UI server's command line. PostgreSQL is Debian's, run as the postgres user (set-up
 installs it under CI=true; skipped where it is missing)."""
@@ -31,7 +31,7 @@ def _postgres_bin(name: str) -> str | None:
 @pytest.fixture
 def postgres(tmp_path):
     """A PostgreSQL server of this test (Debian's binaries, run as the postgres user), database 'mlflow' of
-    user alice with the secret password; the URI with the +psycopg2 driver, as the README writes it."""
+    user alice with the secret password; the URI with the +psycopg2 driver, as docs/clusters.md writes it."""
     import pwd
 
     initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")

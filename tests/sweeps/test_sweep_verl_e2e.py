@@ -1,4 +1,4 @@
-"""The verl backend end to end on this CPU machine, typed as the README writes it:
+"""The verl backend end to end on this CPU machine, typed as docs/verl.md writes it:
 `sweep run verl_cpu_smoke.yaml` in a short working directory, no flags.
 
 Real verl main_ppo (its CPU platform, our transformers rollout), a real local Ray cluster, a real

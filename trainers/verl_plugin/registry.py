@@ -10,101 +10,22 @@ loss_agg_mode="token-mean", config=None, rollout_is_weights=None) -> (loss, metr
 optional keywords ``entropy`` and ``dp_group`` (verl passes neither) and calls
 ``get_objective(name, ...)`` of trainers.objectives: the math lives there only.
 
-Parameter mapping (first hit wins; absent everywhere -> the zoo's paper default)
-    1. ``config.policy_loss.<our name>`` when set (not None): any parameter of the family, e.g.
-       gate, mixing, clip_mode, entropy_norm, eps_low_token, eps_high_token, eps_low_seq,
-       eps_high_seq, clip_in_log_space (and, to override the actor-level ones, eps_low, tau_pos...).
-       verl's PolicyLossConfig is a closed dataclass, so set
-       ``policy_loss._target_=trainers.verl_plugin.ZooPolicyLossConfig`` (it adds these fields);
-       a plain dict/DictConfig section works too.
-    2. actor-level fields of verl's ActorConfig:
-           eps_low  <- clip_ratio_low  (or clip_ratio when None, as verl does)
-           eps_high <- clip_ratio_high (or clip_ratio when None)
-           tau_pos  <- tau_pos,  tau_neg <- tau_neg   (verl has them for SAPO)
-       These always exist in a verl config, so verl's defaults (clip 0.2/0.2, tau 1.0/1.05) win
-       over the papers' defaults: set GSPO's 3e-4/4e-4, CISPO's low 10 and SSPO's (0.5, 0.6)
-       explicitly. DHPO's unified clip uses eps_low/eps_high; its branch ranges
-       eps_*_token/eps_*_seq come from policy_loss only (default 0.2/0.28).
-    3. agg <- the ``loss_agg_mode`` argument: 'token-mean' and 'seq-mean-token-mean' map 1:1;
-       'token-sum', 'seq-mean-token-sum' and 'seq-mean-token-sum-norm' raise ValueError.
+Contract, in short:
+  - parameters: ``config.policy_loss.<our name>`` when set (``policy_loss._target_=
+    trainers.verl_plugin.ZooPolicyLossConfig``), else verl's actor-level clip_ratio_low/high (or
+    clip_ratio) and tau_pos/tau_neg, else the paper default; agg <- ``loss_agg_mode``
+    ('token-mean', 'seq-mean-token-mean'; the other modes raise ValueError);
+  - the local-mean loss is rescaled to verl's global-batch normalisation (``global_batch_info``);
+  - ``rollout_is_weights`` scale the advantage (per token; per response as a geometric mean for
+    ObjectiveSpec.sequence_term objectives);
+  - zoo_dhpo with mixing='entropy' takes the entropy from ``entropy=`` or from verl's ppo_loss via
+    ``enable_entropy_forwarding()`` (ZOO_VERL_FORWARD_ENTROPY=1), min/max all-reduced over
+    ``dp_group``; without entropy it raises ValueError;
+  - ``ZOO_VERL_RECORD_PARAMS=<path>`` appends each loss's resolved params once per process (audit).
 
-Global batch normalisation
-    verl's actor (workers/utils/losses.py: ppo_loss) fills ``config.global_batch_info`` (dp_size,
-    batch_num_tokens, global_batch_size) and expects each micro-batch loss to be a share of the
-    global mean, i.e. normalised by the global token / sequence count times dp_size (agg_loss).
-    Our objectives return the local mean, so the loss is rescaled by
-    local_count / global_count * dp_size: exactly verl's agg_loss for both modes.
-
-rollout_is_weights (verl's rollout-correction IS weights, >= 0, detached)
-    Every zoo loss is positively homogeneous of degree 1 in the advantage (A >= 0 scaling keeps
-    the sign, which is all that selects clip sides and temperatures), so multiplying the
-    advantage passed to the objective by w is exactly multiplying the loss term by w:
-      - per-token objectives (grpo, gspo's token-wise form, cispo, sapo, dhpo): A_{i,t} * w_{i,t},
-        i.e. the per-token loss times w_{i,t}, as verl's vanilla/gspo/cispo/sapo do;
-      - sequence objectives (ObjectiveSpec.sequence_term: gmpo, sspo, one term J_i per response):
-        A_i * w_i with w_i the geometric mean of w over the response's tokens, as verl's geo_mean
-        does. A per-token weight cannot enter a geometric mean of ratios without changing the objective.
-    Negative weights are not checked for (that would cost a device sync); verl never makes any.
-
-Entropy (dhpo mixing='entropy')
-    verl computes per-token entropy in the actor (when actor.calculate_entropy=True or
-    entropy_coeff != 0) but does not pass it to policy losses. zoo_dhpo takes it from the
-    ``entropy=`` keyword, else from ``enable_entropy_forwarding()``, which wraps verl's
-    ``ppo_loss`` so the entropy of the current micro-batch, and the data-parallel group verl
-    passes to ppo_loss (``dp_group``), are visible to zoo losses during that call
-    (ZOO_VERL_FORWARD_ENTROPY=1 does it on import). Without entropy it raises ValueError.
-    Scope of the 'batch' min-max normalisation g (DHPO eq. 10; the paper names no scope):
-      - data-parallel ranks: within one micro-batch step, min and max over the valid tokens are
-        all-reduced (MIN / MAX, one collective) over ``dp_group`` (the ``dp_group=`` keyword, else
-        the forwarded one) when torch.distributed is initialised and the group has > 1 rank. Every
-        rank then normalises with the same range, exactly as one process normalising the union
-        of the ranks' micro-batches would. The ranks already share the mini-batch's gradient
-        (FSDP averages it) and verl gives every rank the same number of micro-batches
-        (prepare_micro_batches(same_micro_num_in_dp=True)), so the per-call collective cannot hang.
-      - gradient accumulation: no reduction across the micro-batches of a mini-batch. verl
-        computes the entropy in the same forward pass as the loss, and each micro-batch's
-        backward runs before the next forward, so a mini-batch-wide range would need an extra
-        forward pass over the mini-batch.
-      - 'sequence' scope: each response's own tokens, nothing to reduce.
-    Consequence: in verl DHPO-E ('batch') normalises over ppo_micro_batch_size_per_gpu x dp_size
-    responses (with use_dynamic_bsz: the token-budget micro-batches of all ranks), so w, and
-    hence the loss, depends on micro-batch size and dp size, and differs from the local trainer
-    whenever that is not the local trainer's batch. For the min-max over the whole update batch
-    (one reading of the paper's g) make each rank's micro-batch its whole share of the mini-batch
-    (ppo_micro_batch_size_per_gpu = per-GPU mini-batch, no gradient accumulation); for a scope
-    independent of every split use entropy_norm='sequence'. Keep micro-batch x dp size fixed when
-    comparing DHPO-E runs. (The paper's runs, App. D: mini-batch 256, micro-batch 16 per GPU, 32
-    GPUs, dynamic batching; it does not say which tokens its min and max ran over.)
-
-Audit record (opt-in)
-    With ``ZOO_VERL_RECORD_PARAMS=<path>`` set, the first call of each zoo loss in a process
-    appends one JSON line per (process, loss, resolved params, path) to <path>:
-    ``{"loss": "zoo_dhpo", "params": {every field of the params dataclass, agg included},
-    "entropy": <entropy tensor present>, "dp_group_size": <ranks the entropy range is reduced
-    over, 1 = none>, "pid": ...}``; one O_APPEND write per line, so concurrent processes do not
-    interleave. verl calls the loss every micro-batch; later calls with the same params write nothing.
-
-Known differences to verl's own implementations (tests/trainers/verl_plugin pin them down)
-    grpo  vs vanilla:  verl adds dual-clip for A < 0: the loss is capped at -A * clip_ratio_c
-                       (default 3) when ratio > clip_ratio_c. Ours (the papers') has no cap.
-    gspo  vs gspo:     verl clamps log s_{i,t} at max 10 only (value capped at e^10 and, through
-                       torch.clamp, no gradient for that response); ours clamps it to [-20, 20].
-    gmpo  vs geo_mean: verl always clips log r (= ours with clip_in_log_space=True; our default
-                       is ratio space, the paper's), ignores loss_agg_mode and global_batch_info
-                       and takes torch.mean over all rows, fully masked ones included (ours:
-                       seq-mean-token-mean over non-empty rows; token-mean weights J_i by |o_i|);
-                       verl does not clamp log r to +-20 before clipping, ours does.
-    sapo  vs sapo:     verl always aggregates seq-mean-token-mean whatever loss_agg_mode; ours
-                       honours loss_agg_mode (equal for seq-mean-token-mean).
-    cispo vs cispo:    same loss; verl's pg_clipfrac counts any clipped weight as ours does.
-    grpo, gspo:        same pg_clipfrac (tokens where the clipped term wins = our sign-aware count);
-                       verl's pg_clipfrac_lower is its dual-clip count (0 for gspo, cispo, sapo).
-    all:               verl divides by (|o_i| + 1e-8) in seq-mean-token-mean (ours: max(|o_i|, 1));
-                       verl multiplies by the mask (nan/inf in padding leaks), ours uses where;
-                       verl computes in the input dtype, ours upcasts bf16/fp16 to float32;
-                       metric names: ours report actor/pg_clipfrac_low and _high (verl:
-                       actor/pg_clipfrac_lower) plus family metrics (actor/gate_weight, ...).
-    sspo, dhpo:        verl has no counterpart.
+Reference (the mapping in full, the DHPO-E normalisation scope, the audit record's fields and every
+known difference to verl's own losses, pinned by tests/trainers/verl_plugin): docs/objectives.md,
+"verl plug-in reference".
 """
 
 from __future__ import annotations
@@ -180,7 +101,7 @@ def _lookup(section: Any, key: str) -> Any:
 
 
 def objective_params(name: str, config: Any) -> dict[str, Any]:
-    """Our parameters for objective ``name`` read from a verl actor config (see module docstring)."""
+    """Our parameters for objective ``name`` read from a verl actor config (module docstring; docs/objectives.md)."""
     policy_loss = _lookup(config, "policy_loss")
     params: dict[str, Any] = {}
     for field in dataclasses.fields(OBJECTIVES[name].params_cls):
@@ -362,7 +283,7 @@ def enable_entropy_forwarding() -> None:
     (when actor.calculate_entropy=True) and the data-parallel group in ``dp_group`` but calls the
     policy loss with neither. The wrapper converts the entropy to the padded [B, T] layout as
     ppo_loss does, and exposes it (detached) and dp_group to zoo losses for the duration of that
-    call through ContextVars (dp_group: DHPO-E's cross-rank min/max, see the module docstring).
+    call through ContextVars (dp_group: DHPO-E's cross-rank min/max, see docs/objectives.md).
     Idempotent. Must run before verl builds its loss function (engine_workers binds ``ppo_loss``
     at worker init), which is the case when it runs on import via ZOO_VERL_FORWARD_ENTROPY=1.
     """
