@@ -11,7 +11,7 @@
    tiny Qwen3, random init: build_char_tokenizer + build_tiny_model(LocalConfig()), float32, CPU;
    16 prompts from the easy split x 8 samples = 128 sequences, at most 64 new tokens, temperature 1,
    top-p 1, full vocabulary):
-     ours           evaluators.generation.HFGenerator.generate (one trainers.local.rollout.sample call:
+     ours           evaluators.generation.HFGenerator.generate (one policy.rollout.sample call:
                     lean Qwen3 forward, each prompt prefilled once, finished rows dropped)
      ours, HF fwd   the same with lean=False (the model's own transformers forward and cache)
      transformers   model.generate(input_ids, attention_mask (left padding), do_sample=True,
@@ -71,7 +71,7 @@ warnings.filterwarnings("ignore")
 
 # ---- 1. generation ------------------------------------------------------------------------------
 def _model(args):
-    from trainers.local.model import load_policy, resolve_device
+    from policy.model import load_policy, resolve_device
 
     device = resolve_device(args.device)
     if args.model_dir:

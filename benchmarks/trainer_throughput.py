@@ -14,7 +14,7 @@ read at run time; the table header prints the values): the tiny Qwen3 base built
 8 prompts x 8 responses, at most ``max_new_tokens`` new tokens, temperature 1.0, GRPO, 2 AdamW
 updates of 32 responses per rollout, one CPU thread, float32.
 
-Ours, per RL step (``LocalTrainer.rl_step``; trainers/local/rollout.py sample/score are wrapped
+Ours, per RL step (``LocalTrainer.rl_step``; policy/rollout.py sample/score are wrapped
 with timers in this process, nothing in trainers/ is changed):
   rollout   ``sample`` (KV-cache decode; behaviour log-probs recorded while sampling)
   reward    decode to text + ``compute_reward`` + group advantages (between sample and the first score)
@@ -85,9 +85,9 @@ import torch  # noqa: E402
 
 import trainers.local.trainer as local_trainer  # noqa: E402
 from evaluators.rewards import compute_reward  # noqa: E402
+from policy.model import load_policy  # noqa: E402
 from trainers.config import TrialConfig  # noqa: E402
 from trainers.local.data import load_data  # noqa: E402
-from trainers.local.model import load_policy  # noqa: E402
 from trainers.local.warmstart import ensure_base_checkpoint  # noqa: E402
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)  # one-off "timeout disabled" notes

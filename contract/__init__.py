@@ -5,5 +5,6 @@
     from contract.suggest import did_you_mean          # the "did you mean" hint of unknown keys
 
 Pure Python (no torch, pandas, Ray or MLflow): any package imports it cheaply, and it imports no
-package of the platform. The floors above it: evaluators, trainers, dashboards, sweeps.
+package of the platform. The floors above it, low to high: policy, evaluators, trainers,
+trial_eval, dashboards, sweeps (tests/test_import_floors.py).
 """

@@ -11,6 +11,10 @@ Pure data on purpose: dashboards import it without importing any trainer code.
 
 from __future__ import annotations
 
+ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL, TRIAL, LAST = (
+    "actor/", "response_length/", "reward/", "val/", "perf/", "eval/", "trial/", "last/")
+"""The namespaces (key prefixes); LAST marks a trial's latest validation values (``last/val/...``)."""
+
 ENTROPY = "actor/entropy"
 RESPONSE_LENGTH_MEAN = "response_length/mean"
 RESPONSE_LENGTH_MAX = "response_length/max"
@@ -23,8 +27,23 @@ GRAD_NORM = "actor/grad_norm"
 MIX_WEIGHT = "actor/mix_weight"
 STEP_TIME = "perf/step_time_s"
 TOKENS_PER_S = "perf/tokens_per_s"
+PG_LOSS = "actor/pg_loss"
+LR = "actor/lr"
+CLIP_FRACTION_LOW = "actor/pg_clipfrac_low"
+CLIP_FRACTION_HIGH = "actor/pg_clipfrac_high"
+RATIO_MEAN, RATIO_MIN, RATIO_MAX = "actor/ratio_mean", "actor/ratio_min", "actor/ratio_max"
+SEQ_RATIO_MEAN = "actor/seq_ratio_mean"
+"""GSPO/GMPO/SSPO: mean sequence-level ratio."""
+MIXED_RATIO_MEAN = "actor/mixed_ratio_mean"
+"""DHPO: mean mixed ratio m."""
+GATE_WEIGHT = "actor/gate_weight"
+"""SAPO/SSPO: mean gate weight."""
+REWARD_ANSWER_MEAN = "reward/answer_mean"
+REWARD_FORMAT_MEAN = "reward/format_mean"
+VAL_TEMPLATE = "val/{benchmark}/acc"
+"""The table's default metric: `{benchmark}` is each benchmark's name (val_key)."""
 VAL_AVG = "val/avg/acc"
-TRIAL_STEP = "trial/step"
+TRIAL_STEP = TRIAL + "step"
 """Written by the tracker after each step's metrics: the last step that is recorded whole."""
 
 STEP_METRICS = (ENTROPY, RESPONSE_LENGTH_MEAN, RESPONSE_LENGTH_MAX, REWARD_MEAN, CLIP_FRACTION, CLIP_FRACTION_TOKEN,
@@ -34,7 +53,7 @@ DHPO_METRICS = (MIX_WEIGHT,)
 """Reported only by DHPO (mean mixing weight w)."""
 CLIP_FRACTIONS = (CLIP_FRACTION, CLIP_FRACTION_TOKEN, CLIP_FRACTION_SEQ)
 """Drawn together in the report's clip-fraction panels."""
-LOGGED_PREFIXES = ("actor/", "response_length/", "reward/", "val/", "perf/", "eval/")
+LOGGED_PREFIXES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL)
 """Namespaces the sweep driver logs to MLflow; a reported key outside them is dropped (with a warning)."""
 PROGRESS = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG)
 """Columns of the live progress table."""
@@ -42,7 +61,17 @@ PROGRESS = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG)
 
 def val_key(benchmark: str) -> str:
     """Accuracy on one benchmark: reported at step 0 (the base), every eval_every steps and at the end."""
-    return f"val/{benchmark}/acc"
+    return VAL_TEMPLATE.format(benchmark=benchmark)
+
+
+def last_key(key: str) -> str:
+    """A trial's latest value of a validation key, carried in every result (for Tune's scheduler)."""
+    return LAST + key
+
+
+def sign_aware_keys(prefix: str = CLIP_FRACTION) -> tuple[str, str]:
+    """(low, high) clip-fraction keys of a clip-fraction family, e.g. actor/pg_clipfrac_low/_high."""
+    return f"{prefix}_low", f"{prefix}_high"
 
 
 def val_metrics(benchmarks: list[str]) -> list[str]:
@@ -59,7 +88,16 @@ EVAL_AVG = "eval/avg/avg_at_k"
 
 def eval_key(benchmark: str, metric: str) -> str:
     """A checkpoint evaluation's metric (`sweep eval`, a spec's eval: section), logged at the checkpoint's step."""
-    return f"eval/{benchmark}/{metric}"
+    return f"{EVAL}{benchmark}/{metric}"
+
+
+EVAL_PROTOCOL_TAG = "eval/protocol"
+"""Tag of a run's checkpoint evaluation: the protocol's hash (a re-evaluation with another protocol is refused)."""
+
+
+def eval_artifacts(step: int) -> str:
+    """Artifact folder of a checkpoint evaluation's files (per-problem samples and verdicts)."""
+    return f"{EVAL}step_{step}"
 
 
 def is_logged(key: str) -> bool:

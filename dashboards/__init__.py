@@ -4,8 +4,10 @@
     python -m dashboards report SWEEP [--tracking-uri URI] [--out DIR]
     python -m dashboards table RESULTS.csv --format latex
 
-Modules: collect (MLflow/CSV -> frames), tables (+ render: md/latex/html/csv), curves (plotly),
-report (HTML + artifacts, ReportConfig), cli (typer commands), synthetic (test/bench stores).
+Modules: collect (MLflow/CSV -> frames), tables (+ table_model, render: md/latex/html/csv,
+significance), curves (means, bands, smoothing; plotly), static_figures (matplotlib PNG/PDF/SVG),
+report (HTML + artifacts, ReportConfig), terminal_table, recorded_spec, cli (typer commands),
+synthetic (test/bench stores).
 """
 
 import os as _os

@@ -6,11 +6,16 @@
     paths = report_from_mlflow("my_sweep", tracking_uri="sqlite:////abs/mlflow.db", out_dir="reports/my_sweep")
 
 `ReportConfig` is the sweep spec's `report:` section. The HTML embeds plotly.js inline (no CDN:
-it opens offline, ~5 MB). Beside it: table.md, table.tex, table.csv, and figure PNG/SVG files when
-"png"/"svg" are in `formats` and kaleido is installed (otherwise a note is printed and they are
-skipped). With `log_to_run` (report_from_mlflow: the parent run), every file is logged as an
-artifact under `report/`, and the run's description (tag `mlflow.note.content`, Markdown in the
-MLflow UI) becomes the paper table and what the sweep was (`run_note`).
+it opens offline, ~5 MB). Beside it: table.md, table.tex, table.csv, and the static paper figures
+figures/<name>.png/.pdf/.svg (matplotlib, dashboards/static_figures.py; png and pdf by default). The
+HTML and static figures draw the same dashboards.curves.FigureSpec: per metric one line per method
+(mean over seeds) with a band the legend names, per-step metrics EMA-smoothed (`ema_alpha`),
+evaluation points never, accuracies x the table's `scale`; the first figure ("dynamics") is a row
+entropy / response length / accuracy (DHPO Fig. 1). With one line per method and a table that
+picked one config per method (a grid), the curves draw that config only, so they match the table.
+With `log_to_run` (report_from_mlflow: the parent run), every file is logged as an artifact under
+`report/` (figures under `report/figures/`), and the run's description (tag `mlflow.note.content`,
+Markdown in the MLflow UI) becomes the paper table and what the sweep was (`run_note`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import html
-import importlib.util
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +31,19 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from contract.metrics import ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG
+from contract.suggest import did_you_mean
 from dashboards import curves as cv
 from dashboards.collect import SweepData, collect
+from dashboards.static_figures import write_static_figures
 from dashboards.sweep_tables import table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
-from contract.suggest import did_you_mean
 
-FORMATS = ("html", "md", "latex", "csv", "png", "svg")
+FORMATS = ("html", "md", "latex", "csv", "png", "pdf", "svg")
 NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI
 MAX_NOTE = 8000  # MLflow's limit on a run tag's value
-DEFAULT_CURVES = ["actor/entropy", "response_length/mean", "val/avg/acc"]
+DEFAULT_CURVES = [ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG]  # DHPO Fig. 1's row
+DEFAULT_EMA_ALPHA = 0.1
 
 
 def _did_you_mean(key: str, known: list[str], where: str) -> ValueError:
@@ -50,9 +57,13 @@ class ReportConfig:
     table: TableConfig = field(default_factory=TableConfig)
     """The comparison table (see dashboards.tables.TableConfig)."""
     curves: list[str] = field(default_factory=lambda: list(DEFAULT_CURVES))
-    """Metric keys drawn vs step in the 'Training dynamics' grid."""
-    ema_alpha: float = 1.0
-    """EMA smoothing weight of the newest point in (0, 1]; 1 = none, 0.02 = SSPO's."""
+    """Metric keys drawn vs step in the 'Training dynamics' grid, 3 per row: the first row is the paper's Fig. 1."""
+    ema_alpha: float = DEFAULT_EMA_ALPHA
+    """EMA smoothing weight of the newest point in (0, 1] for per-step training metrics (evaluation
+    keys val/*, eval/* are never smoothed); 1 = none, 0.02 = SSPO's (long runs). Default 0.1
+    (TensorBoard "smoothing 0.9"): a ~10-step time constant cuts per-step sampling noise about 4x
+    (white noise std x sqrt(a/(2-a)) = 0.23) while lagging ~9 steps, under half the default
+    evaluation interval (20) and ~5% of a 200-step run, the share 0.02 gives a ~1000-step run."""
     band: str = "minmax"
     """Spread over seeds: minmax, std, seeds (thin per-seed lines) or none."""
     by: str = "method"
@@ -61,8 +72,8 @@ class ReportConfig:
     """Add the per-benchmark accuracy panels (DHPO Fig. 4)."""
     clipfrac: bool = True
     """Add the clip-fraction panels."""
-    formats: list[str] = field(default_factory=lambda: ["html", "md", "latex", "csv"])
-    """Files to write: html, md, latex, csv, png, svg (png/svg need kaleido)."""
+    formats: list[str] = field(default_factory=lambda: ["html", "md", "latex", "csv", "png", "pdf"])
+    """Files to write: html, md, latex, csv, png, pdf, svg (figures/<name>.<fmt>, matplotlib)."""
     title: str | None = None
     """Report title; default 'Sweep <name>'."""
 
@@ -110,22 +121,43 @@ def _fig_html(fig: go.Figure, div_id: str) -> str:
                        config={"displaylogo": False, "responsive": True})
 
 
-def build_figures(history, cfg: ReportConfig, model: str | None = None) -> list[tuple[str, go.Figure]]:
-    """(name, figure) pairs for one model: curves grid, per-benchmark grid, clip fractions."""
+def figure_specs(history, cfg: ReportConfig, model: str | None = None) -> list[cv.FigureSpec]:
+    """The figures of one model: curves grid ("dynamics", 3 per row), per-benchmark grid, clip fractions."""
     kw = {"by": cfg.by, "ema_alpha": cfg.ema_alpha, "band": cfg.band, "model": model,
-          "colors": cv.color_map(history, cfg.by, model=model or "")}  # one color per method, all models
+          "acc_scale": cfg.table.scale,  # accuracies on the table's scale
+          "styles": cv.style_map(history, cfg.by, model=model or "")}  # one style per method, all models
     present = set(history["key"].unique())
-    figs = []
+    specs = []
     keys = [k for k in cfg.curves if k in present]
     if keys:
-        figs.append(("dynamics", cv.grid_figure(history, keys, cols=min(3, len(keys)),
-                                                title="Training dynamics", **kw)))
-    if cfg.benchmark_grid and cv.benchmark_keys(history, cfg.table.metric, cfg.table.benchmarks):
-        figs.append(("benchmarks", cv.benchmark_grid(history, metric=cfg.table.metric,
-                                                     benchmarks=cfg.table.benchmarks, **kw)))
-    if cfg.clipfrac and any(k in present for k in cv.CLIP_KEYS):
-        figs.append(("clipfrac", cv.clipfrac_grid(history, **kw)))
-    return figs
+        specs.append(cv.figure_spec(history, keys, name="dynamics", cols=3, title="Training dynamics", **kw))
+    bench = cv.benchmark_keys(history, cfg.table.metric, cfg.table.benchmarks) if cfg.benchmark_grid else []
+    if bench:
+        specs.append(cv.figure_spec(history, bench, name="benchmarks", cols=4,
+                                    title="Validation accuracy per benchmark", **kw))
+    clip = [k for k in cv.CLIP_KEYS if k in present] if cfg.clipfrac else []
+    if clip:
+        specs.append(cv.figure_spec(history, clip, name="clipfrac", cols=len(clip), title="Clip fractions", **kw))
+    return specs
+
+
+def build_figures(history, cfg: ReportConfig, model: str | None = None) -> list[tuple[str, go.Figure]]:
+    """(name, plotly figure) pairs for one model, as figure_specs."""
+    return [(spec.name, cv.plotly_figure(spec)) for spec in figure_specs(history, cfg, model)]
+
+
+def curve_history(history: pd.DataFrame, table, cfg: ReportConfig) -> tuple[pd.DataFrame, str | None]:
+    """The runs the curves draw, and a note when some are left out: with one line per method and a
+    table that shows one config per method (its best, see its footnote), that config's runs only."""
+    if cfg.by != "method" or cfg.table.rows != "method" or history.empty:
+        return history, None
+    shown = {(r.model, r.label): set(r.config.split(",")) for r in table.rows if not r.is_base and r.config}
+    pairs = list(zip(history["model"].astype(str), history["method"].astype(str), history["config"].astype(str)))
+    keep = [(m, me) not in shown or c in shown[(m, me)] for m, me, c in pairs]
+    if all(keep):
+        return history, None
+    return history[keep], ("Curves of a method with several configs show the config the table shows "
+                            "(its footnote names it); the others are not drawn.")
 
 
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1280px;color:#222}
@@ -156,23 +188,24 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         if fmt in cfg.formats:
             paths[fmt] = out / name
             paths[fmt].write_text(text(), encoding="utf-8")
-    models = [str(m) for m in pd.unique(data.history["model"])]
-    sections, figures, notes = [], [], []
+    history, curve_note = curve_history(data.history, table, cfg)
+    models = [str(m) for m in pd.unique(history["model"])]
+    sections, specs, notes = [], [], []
     for model in models:
-        figs = build_figures(data.history, cfg, model)
         head = f"<h2>Curves: {html.escape(str(model))}</h2>" if len(models) > 1 else "<h2>Curves</h2>"
         divs = []
-        for name, fig in figs:
-            div_id = f"fig-{len(figures)}"
-            figures.append((f"{model}-{name}" if len(models) > 1 else name, fig))
-            divs.append(_fig_html(fig, div_id))
+        for spec in figure_specs(history, cfg, model):
+            divs.append(_fig_html(cv.plotly_figure(spec), f"fig-{len(specs)}"))
+            specs.append(dataclasses.replace(spec, name=f"{model}-{spec.name}" if len(models) > 1 else spec.name))
         sections.append(head + "\n".join(divs))
     if not table.rows:
         notes.append(f"No table: no {cfg.table.metric} values logged yet")
     missing = [k for k in cfg.curves if k not in set(data.history["key"])]
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
-    notes += _export_images(figures, out, cfg.formats, paths)
+    if curve_note:
+        notes.append(curve_note)
+    paths.update(write_static_figures(specs, out, cfg.formats))
     if "html" in cfg.formats:
         paths["html"] = out / "report.html"
         paths["html"].write_text(_page(title, data, table, sections, notes, cfg), encoding="utf-8")
@@ -202,6 +235,7 @@ def run_note(data: SweepData, table, cfg: ReportConfig, spec_file: str | None = 
             f"methods: {listed('method')}", f"seeds: {listed('seed')}", f"models: {listed('model')}"]
     head = [f"**Sweep `{data.sweep}`**: " + "; ".join(w for w in what if w), ""]
     tail = ["", _values_line(cfg.table, "Bold: best; italic: strongest baseline."),  # the UI drops <u>
+            *(["", _mlflow_scale_line(cfg.table)] if cfg.table.scale != 1 else []),
             "", (f"Full report (curves, LaTeX, CSV): artifacts `report/`{', open `report/report.html`' if html_report else ''}. "
                  f"Written {dt.datetime.now().isoformat(timespec='seconds')}.")]
     body = [re.sub(r"</?u>", "", ln) for ln in table.to_markdown().splitlines()] if table.rows \
@@ -214,32 +248,16 @@ def run_note(data: SweepData, table, cfg: ReportConfig, spec_file: str | None = 
     return note[:MAX_NOTE]
 
 
+def _mlflow_scale_line(tc: TableConfig) -> str:
+    """How MLflow's own charts (the logged fractions) relate to the table's scaled values."""
+    return (f"MLflow's charts show the logged values; this table and the report's accuracy curves show them "
+            f"x{tc.scale:g} (e.g. 0.523 in MLflow = {0.523 * tc.scale:.{tc.decimals}f} here).")
+
+
 def _values_line(tc: TableConfig, marks: str = "Bold: best; underlined: second; italic: strongest baseline.") -> str:
     return (f"Values: {tc.metric} at the {tc.at} step"
             + (f" (best by {tc.select_by}, {tc.mode})" if tc.at == "best" else "")
             + f", mean over seeds, x{tc.scale:g}. {marks}")
-
-
-def _export_images(figures, out: Path, formats, paths) -> list[str]:
-    wanted = [f for f in ("png", "svg") if f in formats]
-    if not wanted:
-        return []
-    if importlib.util.find_spec("kaleido") is None:
-        note = f"{'/'.join(wanted).upper()} export skipped: kaleido is not installed (pip install kaleido)"
-        print(note)
-        return [note]
-    (out / "figures").mkdir(exist_ok=True)
-    for name, fig in figures:
-        for fmt in wanted:
-            p = out / "figures" / f"{name}.{fmt}"
-            try:
-                fig.write_image(str(p), width=1200)
-            except Exception as e:  # kaleido present but no usable Chrome, etc.
-                note = f"{fmt.upper()} export skipped: {type(e).__name__}: {e}"
-                print(note)
-                return [note]
-            paths[f"{fmt}:{name}"] = p
-    return []
 
 
 def _page(title: str, data: SweepData, table, sections: list[str], notes: list[str], cfg: ReportConfig) -> str:

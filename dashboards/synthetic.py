@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from contract.metrics import MIX_WEIGHT, STEP_METRICS
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, ENTROPY, GRAD_NORM, MIX_WEIGHT, PPO_KL, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_MEAN, STEP_METRICS, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
 
 # (display label, registry name, a "strength" that shapes the synthetic accuracy curve)
 METHODS: tuple[tuple[str, str, float], ...] = (
@@ -84,18 +84,18 @@ def trial_curves(t: Trial, steps: int, eval_every: int, benchmarks: Sequence[str
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     noise = lambda scale: rng.normal(0.0, scale, s.size)  # noqa: E731
     shapes = {
-        "actor/entropy": 0.3 + 0.5 * np.exp(-frac * (6 - 40 * t.strength)) + noise(0.02),
-        "response_length/mean": 300 + 400 * frac * (0.5 + 10 * t.strength) + noise(15),
-        "response_length/max": 1024 + 1000 * frac + noise(40),
-        "reward/mean": 0.2 + 0.5 * frac * (1 + 5 * t.strength) + noise(0.03),
-        "actor/pg_clipfrac": 0.02 + 0.01 * rng.random(s.size),
-        "actor/clipfrac_token": 0.015 + 0.01 * rng.random(s.size),
-        "actor/clipfrac_seq": 0.005 + 0.01 * rng.random(s.size),
-        "actor/ppo_kl": 1e-3 * (1 + rng.random(s.size)),
-        "actor/grad_norm": 0.5 + 0.2 * rng.random(s.size),
-        "actor/mix_weight": 0.5 + 0.1 * np.sin(frac * 6),
-        "perf/step_time_s": 2.0 + 0.1 * rng.random(s.size),
-        "perf/tokens_per_s": 4000 + 100 * rng.random(s.size),
+        ENTROPY: 0.3 + 0.5 * np.exp(-frac * (6 - 40 * t.strength)) + noise(0.02),
+        RESPONSE_LENGTH_MEAN: 300 + 400 * frac * (0.5 + 10 * t.strength) + noise(15),
+        RESPONSE_LENGTH_MAX: 1024 + 1000 * frac + noise(40),
+        REWARD_MEAN: 0.2 + 0.5 * frac * (1 + 5 * t.strength) + noise(0.03),
+        CLIP_FRACTION: 0.02 + 0.01 * rng.random(s.size),
+        CLIP_FRACTION_TOKEN: 0.015 + 0.01 * rng.random(s.size),
+        CLIP_FRACTION_SEQ: 0.005 + 0.01 * rng.random(s.size),
+        PPO_KL: 1e-3 * (1 + rng.random(s.size)),
+        GRAD_NORM: 0.5 + 0.2 * rng.random(s.size),
+        MIX_WEIGHT: 0.5 + 0.1 * np.sin(frac * 6),
+        STEP_TIME: 2.0 + 0.1 * rng.random(s.size),
+        TOKENS_PER_S: 4000 + 100 * rng.random(s.size),
     }
     for key in train_keys:
         out[key] = (s[1:], shapes[key][1:])  # training metrics start at step 1
@@ -106,10 +106,10 @@ def trial_curves(t: Trial, steps: int, eval_every: int, benchmarks: Sequence[str
         gain = (0.15 + 2 * t.strength) * (1 - np.exp(-3 * ev / max(steps, 1)))
         acc = np.clip(base + gain + rng.normal(0, 0.01, ev.size), 0, 1)
         acc[0] = np.clip(base + rng.normal(0, 0.005), 0, 1)  # base checkpoint, eval noise
-        out[f"val/{b}/acc"] = (ev, acc)
+        out[val_key(b)] = (ev, acc)
         accs.append(acc)
     if benchmarks:
-        out["val/avg/acc"] = (ev, np.mean(accs, axis=0))
+        out[VAL_AVG] = (ev, np.mean(accs, axis=0))
     return out
 
 

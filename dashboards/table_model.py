@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contract.metrics import VAL_AVG, VAL_TEMPLATE
+
 AVG, DELTA = "AVG", "Delta Avg"
 
 
@@ -18,7 +20,7 @@ AVG, DELTA = "AVG", "Delta Avg"
 class TableConfig:
     """What a comparison table shows. Field docstrings are the one-line reference."""
 
-    metric: str = "val/{benchmark}/acc"
+    metric: str = VAL_TEMPLATE
     """Metric key template; `{benchmark}` is replaced by each benchmark name."""
     benchmarks: list[str] | None = None
     """Benchmark columns, in display order; None = every benchmark found, sorted ('avg' excluded)."""
@@ -26,7 +28,7 @@ class TableConfig:
     """Display names for benchmarks/methods/models, e.g. {"math500": "MATH500"}."""
     at: str = "final"
     """Which step of a trial counts: 'final' (last logged) or 'best' (best `select_by` step)."""
-    select_by: str | None = "val/avg/acc"
+    select_by: str | None = VAL_AVG
     """Metric that picks the best step/config: a metric key, a benchmark name, or 'AVG'."""
     mode: str = "max"
     """Direction of `select_by`: 'max' or 'min'."""

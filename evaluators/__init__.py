@@ -1,4 +1,4 @@
-"""Verifier, benchmarks and checkpoint evaluation for the RLVR trainers.
+"""Verifier, benchmarks, generation and scoring for the RLVR trainers and their evaluation.
 
     evaluators.tasks          synthetic arithmetic splits (train / easy / medium / hard), Problem,
                               VOCAB_CHARS for the character-level tokenizer
@@ -14,11 +14,12 @@
     evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K (reading)
     evaluators.verl_parquet   the verl RL parquet writer (problems / any schema -> verl's RLHFDataset format)
     evaluators.benchmarks     the registry: aime24 ... gsm8k (files) + easy/medium/hard (synthetic)
-    evaluators.generation     HF (lean forward) and vLLM generation behind one interface
+    evaluators.generation     HF (policy/: lean forward) and vLLM generation behind one interface
     evaluators.scoring        generate + verify + summarize one benchmark (the one evaluation path)
     evaluators.eval_config    the evaluation protocol (a spec's eval: section, `sweep eval` options)
-    evaluators.checkpoints    any checkpoint (HF, local trainer, verl) -> a Hugging Face directory
-    evaluators.eval_run       one checkpoint on a protocol's benchmarks, resumable per benchmark
+
+A trial's checkpoints are evaluated one floor up, in trial_eval (checkpoints, eval_run): that needs
+the trainers, which this package sits below (it imports contract and policy only).
 
 The verifier's public names are re-exported here:
 

@@ -7,8 +7,8 @@
     gen.close()
 
 Backends (``make_generator(backend, model_dir, **options)``):
-  "hf"    HFGenerator: trainers.local.rollout.sample (KV cache; the lean Qwen3 forward of
-          trainers/local/fast_qwen3.py where it applies, each distinct prompt prefilled once,
+  "hf"    HFGenerator: policy.rollout.sample (KV cache; the lean Qwen3 forward of
+          policy/fast_qwen3.py where it applies, each distinct prompt prefilled once,
           finished rows dropped from the decode batch), CPU or GPU. Options: device, dtype,
           batch_size, chat_template, lean.
   "vllm"  VLLMGenerator (evaluators/generation_vllm.py): vLLM on a CUDA GPU, installed with
@@ -51,7 +51,7 @@ __all__ = ["BACKENDS", "GPU_INSTALL", "Generator", "HFGenerator", "Prompt", "Sam
 
 # ---- Hugging Face / lean forward ----------------------------------------------------------------
 class HFGenerator:
-    """Batched KV-cache sampling with trainers.local.rollout.sample (see the module docstring)."""
+    """Batched KV-cache sampling with policy.rollout.sample (see the module docstring)."""
 
     def __init__(self, model, tokenizer, *, batch_size: int = 256, chat_template: bool = False,
                  lean: bool | None = None):
@@ -68,10 +68,10 @@ class HFGenerator:
 
     @classmethod
     def from_pretrained(cls, model_dir, *, device="auto", dtype="float32", **kw) -> "HFGenerator":
-        """Load a local model directory with trainers.local.model.load_policy: parameters only (lean
+        """Load a local model directory with policy.model.load_policy: parameters only (lean
         forward, no transformers import) for a Qwen3 with a plain tokenizer, else the transformers
         model; ``lean=False`` forces the latter. ``device="auto"``: cuda when available."""
-        from trainers.local.model import load_policy, resolve_device
+        from policy.model import load_policy, resolve_device
 
         model, tokenizer = load_policy(model_dir, resolve_device(device), dtype, lean=kw.get("lean") is not False)
         generator = cls(model, tokenizer, **kw)
@@ -102,7 +102,7 @@ class HFGenerator:
                  torch_generator: torch.Generator | None = None) -> list[list[Sample]]:
         import torch
 
-        from trainers.local.rollout import sample
+        from policy.rollout import sample
 
         encoded = [self.encode(p) for p in prompts]
         gen = torch_generator if torch_generator is not None else torch.Generator().manual_seed(params.seed)

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from contract.metrics import EVAL_AVG, eval_key
 from evaluators.eval_config import EvalConfig, EvalConfigError
 
 console = Console()
@@ -94,10 +95,10 @@ def _summary(label: str, metrics: dict[str, float], cfg: EvalConfig) -> Table:
     for col in ("benchmark", "k", "avg@k", "pass@k", "maj@k", "mean tokens"):
         table.add_column(col)
     for b in cfg.benchmarks:
-        m = {k.split("/")[2]: v for k, v in metrics.items() if k.startswith(f"eval/{b}/")}
+        m = {k.split("/")[2]: v for k, v in metrics.items() if k.startswith(eval_key(b, ""))}
         table.add_row(b, f"{m['k']:.0f}", f"{100 * m['avg_at_k']:.1f}", f"{100 * m['pass_at_k']:.1f}",
                       f"{100 * m['maj_at_k']:.1f}", f"{m['mean_tokens']:.0f}")
-    table.add_row("AVG", "", f"{100 * metrics['eval/avg/avg_at_k']:.1f}", "", "", "")
+    table.add_row("AVG", "", f"{100 * metrics[EVAL_AVG]:.1f}", "", "", "")
     return table
 
 
@@ -132,7 +133,7 @@ def eval_cmd(
     import contextlib
 
     from dashboards.collect import resolve_tracking_uri
-    from evaluators.eval_run import evaluate_checkpoint, load_problems
+    from trial_eval.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError
     from sweeps.store import StoreMissing, SweepAlreadyRunning, mask_uri, open_client, require_store
@@ -162,8 +163,8 @@ def eval_cmd(
 
     jobs = [(t, evaluate_checkpoint) for t in resolved.targets]
     if cfg.base and resolved.sweep:  # each trial's base policy, shared by the trials of that base
-        from evaluators.checkpoints import read_trial_config
-        from evaluators.eval_run import base_target, evaluate_base
+        from trial_eval.checkpoints import read_trial_config
+        from trial_eval.eval_run import base_target, evaluate_base
 
         bases = []
         for t in resolved.targets:

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.errors import InputError
+from contract.metrics import EVAL_PROTOCOL_TAG, eval_artifacts
 from evaluators.eval_config import EvalConfig
-from evaluators.eval_run import EvalTarget
+from trial_eval.eval_run import EvalTarget
 
 EVAL_EXPERIMENT = "eval"
 
@@ -55,7 +56,7 @@ def _safe(name: str) -> str:
 
 
 def checkpoint_target(path: Path, run_dir: Path) -> EvalTarget:
-    from evaluators.checkpoints import checkpoint_kind
+    from trial_eval.checkpoints import checkpoint_kind
     from sweeps.trial import STEP_FILE
 
     path = Path(path).resolve()
@@ -69,7 +70,7 @@ def checkpoint_target(path: Path, run_dir: Path) -> EvalTarget:
 
 def trial_target(client, run, run_dir: Path, sweep: str) -> EvalTarget | str:
     """The newest checkpoint of a trial run, or the reason there is none."""
-    from evaluators.checkpoints import TRIAL_FILE
+    from trial_eval.checkpoints import TRIAL_FILE
     from sweeps.trial import STEP_FILE, checkpoint_candidates
 
     trial_id = run.data.tags["trial_id"]
@@ -182,7 +183,7 @@ def log_eval(client, run_id: str, step: int, metrics: dict[str, float], files: l
 
     from mlflow.entities import Metric, RunTag
 
-    from evaluators.eval_run import AVG_KEY
+    from trial_eval.eval_run import AVG_KEY
 
     tags = client.get_run(run_id).data.tags
     by_bench: dict[str, dict[str, float]] = {}
@@ -195,12 +196,12 @@ def log_eval(client, run_id: str, step: int, metrics: dict[str, float], files: l
         return []
     for f in files:
         if Path(f).is_file() and (Path(f).stem in new or Path(f).suffix != ".jsonl"):
-            client.log_artifact(run_id, str(f), f"eval/step_{step}")
+            client.log_artifact(run_id, str(f), eval_artifacts(step))
     now = int(time.time() * 1000)
     for i, bench in enumerate(new):
         values = dict(by_bench[bench])
         if i == len(new) - 1 and AVG_KEY in metrics:
             values[AVG_KEY] = metrics[AVG_KEY]
         client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(values.items())],
-                         tags=[RunTag(marker[bench], "1"), RunTag("eval/protocol", protocol)])
+                         tags=[RunTag(marker[bench], "1"), RunTag(EVAL_PROTOCOL_TAG, protocol)])
     return new

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from mlflow.entities import RunTag
 
+from contract.metrics import VAL, last_key
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.placement import Placement, plan
@@ -327,7 +328,7 @@ def _scheduler(spec: SweepSpec):
 
 def _tune_metric(metric: str) -> str:
     """Validation metrics are reported every eval_every steps; 'last/<metric>' carries the latest value."""
-    return f"last/{metric}" if metric.startswith("val/") else metric
+    return last_key(metric) if metric.startswith(VAL) else metric
 
 
 def _param_space(spec: SweepSpec, payloads: list[dict]) -> dict:

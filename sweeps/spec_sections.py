@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.metrics import EVAL, VAL_AVG
 from sweeps.spec_errors import SpecError, unknown_key
 
 
@@ -83,7 +84,7 @@ def check_scheduler(scheduler: Any, src: str) -> dict | None:
     check_section(scheduler, "scheduler", ("type", "metric", "mode", "grace_period", "reduction_factor"), src)
     if scheduler.get("type") != "asha":
         raise SpecError(f"{src}: scheduler.type: expected 'asha', got {scheduler.get('type')!r}")
-    return {"metric": "val/avg/acc", "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
+    return {"metric": VAL_AVG, "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
 
 
 def check_report(report: Any, src: str) -> dict:
@@ -107,7 +108,7 @@ def report_with_defaults(report: dict, trials: list, eval_cfg) -> dict:
     (the eval: section's for eval/ metrics) and method rows in spec order."""
     report = copy.deepcopy(report)
     table = report.setdefault("table", {})
-    evaluated = str(table.get("metric", "")).startswith("eval/") and eval_cfg is not None
+    evaluated = str(table.get("metric", "")).startswith(EVAL) and eval_cfg is not None
     if trials:
         table.setdefault("benchmarks", list(eval_cfg.benchmarks if evaluated else trials[0].config.data.benchmarks))
     if table.get("rows", "method") == "method":
@@ -123,7 +124,7 @@ def check_eval(section: Any, src: str, cwd: Path, trial_files: dict[str, str] | 
     if section is None:
         return None
     from evaluators.eval_config import EvalConfig, EvalConfigError
-    from evaluators.eval_run import load_problems
+    from trial_eval.eval_run import load_problems
 
     if not isinstance(section, dict):
         raise SpecError(f"{src}: eval: expected a mapping like {{benchmarks: [aime24, math500]}}, got {section!r}")

@@ -13,7 +13,7 @@ Every reported checkpoint directory also holds ``STEP`` (its step) and ``trial.j
 config), so it can be evaluated on its own later (`sweep eval DIR`).
 
 With an ``eval`` protocol in the payload (the spec's ``eval:`` section), a trial that trained to its
-last step evaluates its final checkpoint (evaluators/eval_run.py: results under
+last step evaluates its final checkpoint (trial_eval/eval_run.py: results under
 ``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done), with ``base: true`` also its
 base policy (once per base for the sweep, under ``<sweep dir>/base_eval/``, logged at step 0), and
 sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A verl trial with the vllm eval
@@ -43,7 +43,8 @@ import threading
 import time
 from pathlib import Path
 
-from evaluators.checkpoints import TRIAL_FILE
+from contract.metrics import VAL, last_key
+from trial_eval.checkpoints import TRIAL_FILE
 from sweeps.spec import Trial, search_trial
 from sweeps.stop_rules import StopMonitor, StopRule, TrialStopped
 
@@ -168,7 +169,7 @@ def _checkpoint_step(path: Path | None) -> int:
 
 
 def _evaluate_in_task(target, protocol, shared: bool):
-    from evaluators.eval_run import evaluate_base, evaluate_checkpoint
+    from trial_eval.eval_run import evaluate_base, evaluate_checkpoint
 
     def log(line: str) -> None:
         print(f"[{target.label}] {line}", file=sys.stderr, flush=True)
@@ -180,7 +181,7 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
     """Evaluate the final checkpoint (and with ``base: true`` the base policy, shared by the sweep's
     trials) with the payload's protocol; the evaluations the driver logs."""
     from evaluators.eval_config import EvalConfig
-    from evaluators.eval_run import EvalTarget, base_target
+    from trial_eval.eval_run import EvalTarget, base_target
 
     protocol = EvalConfig.from_dict(payload["eval"])
     storage = trial_storage_dir(payload["scratch_dir"], payload["trial_id"])
@@ -203,7 +204,7 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
                 beat()
             metrics, files = ray.get(ref)
         else:
-            from evaluators.eval_run import evaluate_base, evaluate_checkpoint
+            from trial_eval.eval_run import evaluate_base, evaluate_checkpoint
 
             run = evaluate_base if shared else evaluate_checkpoint
             metrics, files = run(target, protocol, log=log, progress=lambda *_: (lambda _done: beat()))
@@ -262,7 +263,7 @@ def run_trial(config: dict) -> None:
         if "resumed_from" not in meta:  # the first step after (re)start: step 0 is the base evaluation
             meta["resumed_from"] = max(step - 1, 0)
             meta["startup_log"] = " | ".join(startup_log)[-1000:]
-        last_val.update({f"last/{k}": v for k, v in metrics.items() if k.startswith("val/")})
+        last_val.update({last_key(k): v for k, v in metrics.items() if k.startswith(VAL)})
         pending.append({"step": step, "time": time.time(), "metrics": metrics})
         stopped = monitor.update(step, metrics) if step > 0 else None  # step 0: the base, before any training
         if stopped:  # this step is sent (with its checkpoint, if any), then the backend is ended

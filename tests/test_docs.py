@@ -30,7 +30,7 @@ CODE_BLOCK = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 INDENTED_CODE = re.compile(r"^(?: {4}|\t).*$", re.M)
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 # Backticked paths under these top-level folders must exist (a placeholder such as <x> is skipped).
-REPO_PATH = re.compile(r"`((?:sweeps|trainers|evaluators|dashboards|contract|configs|scripts|benchmarks|tests)"
+REPO_PATH = re.compile(r"`((?:sweeps|trainers|trial_eval|evaluators|policy|dashboards|contract|configs|scripts|benchmarks|tests)"
                        r"/[A-Za-z0-9_./-]*)`")
 
 

@@ -14,6 +14,16 @@ Hooks besides ``train`` (all optional, "module:function" strings):
     describe  (cfg) -> str                    what ``sweep run --dry-run`` prints for a trial
     base_model (cfg, log) -> Path             the Hugging Face directory of the trial's base policy
                                               (built if need be), for evaluating it (`eval.base`)
+    is_checkpoint (path) -> bool              whether a directory is a checkpoint this backend reported
+    export_hf (checkpoint, out_dir, trial_config, log) -> None
+                                              write that checkpoint into the empty out_dir as a Hugging
+                                              Face model directory; ``trial_config()`` returns the
+                                              trial's TrialConfig (a backend calls it only if it needs
+                                              it); CheckpointNotUsable when it cannot be exported
+A backend with these two hooks also names its checkpoints (``checkpoints``) for the message of a
+directory that is no checkpoint. trial_eval/checkpoints.py is their caller:
+
+    get_backend("local").load("export_hf")(ckpt, out_dir, lambda: cfg, print)
 """
 
 from __future__ import annotations
@@ -21,6 +31,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
+
+
+class CheckpointNotUsable(ValueError):
+    """A path that is no checkpoint we can evaluate; the message says what was expected."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,10 @@ class Backend:
     preflight: str | None = None
     describe: str | None = None
     base_model: str | None = None
+    is_checkpoint: str | None = None
+    export_hf: str | None = None
+    checkpoints: str | None = None
+    """What its checkpoints look like, for messages ("a local-trainer checkpoint (trainer_state.pt)")."""
 
     def load(self, hook: str = "train") -> Callable[..., Any] | None:
         target = getattr(self, hook)
@@ -47,13 +65,19 @@ BACKENDS: dict[str, Backend] = {
     "local": Backend("local", "trainers.local.trainer:train",
                      "the built-in trainer (tiny Qwen3 or a local checkpoint; CPU or one GPU)",
                      validate="trainers.local.config:validate_local_section",
-                     base_model="trainers.local.warmstart:base_model_dir"),
+                     base_model="trainers.local.warmstart:base_model_dir",
+                     is_checkpoint="trainers.local.export:is_checkpoint",
+                     export_hf="trainers.local.export:export_hf",
+                     checkpoints="a local-trainer checkpoint (trainer_state.pt)"),
     "verl": Backend("verl", "trainers.verl_backend.train:train",
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
                     preflight="trainers.verl_backend.preflight:preflight",
                     describe="trainers.verl_backend.launch:describe",
-                    base_model="trainers.verl_backend.launch:base_model_dir"),
+                    base_model="trainers.verl_backend.launch:base_model_dir",
+                    is_checkpoint="trainers.verl_backend.export:is_checkpoint",
+                    export_hf="trainers.verl_backend.export:export_hf",
+                    checkpoints="a verl checkpoint (global_step_N/ or verl_checkpoint.json)"),
 }
 
 

@@ -1,5 +1,6 @@
-"""write_report(): one offline HTML file, artifacts on the parent run, ReportConfig parsing,
-and the page rendered by headless Chromium without console errors.
+"""write_report(): one offline HTML file, static figures, artifacts on the parent run, ReportConfig
+parsing, curves that end at the table's values, the run note, and the page rendered by headless
+Chromium without console errors (the row of three panels with axis titles and a legend).
 
 Chromium: `apt-get install -y chromium` (Debian), which `bash scripts/setup.sh` does when run as
 root. The browser is looked up on PATH (chromium, chromium-browser, google-chrome, chrome). Without
@@ -9,6 +10,8 @@ install command as the reason, elsewhere (local development).
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -16,10 +19,13 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from dashboards.report import ReportConfig, build_figures, write_report
-from dashboards.tables import TableConfig
+from contract.metrics import ENTROPY, VAL_AVG
+from dashboards.report import DEFAULT_EMA_ALPHA, ReportConfig, build_figures, run_note, write_report
+from dashboards.sweep_tables import table_from_sweep
+from dashboards.tables import AVG, TableConfig
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL_HINT = ("install Chromium with `apt-get install -y chromium` (Debian/Ubuntu, as root), "
@@ -57,12 +63,17 @@ def chromium_dom(browser: str, page: Path, profile: Path) -> tuple[str, list[str
 
 
 class PlotCounter(HTMLParser):
-    """Per plot div (id fig-N): how many <svg class="main-svg"> and trace groups it contains."""
+    """Per plot div (id fig-N): how many <svg class="main-svg"> and trace groups it contains; its
+    axis titles, legend entries and legend title (`texts`), and its panels' plot areas (`panels`)."""
+
+    TEXTS = re.compile(r"^(?:[xy]\d*title|legendtext|legendtitletext)$")
 
     def __init__(self):
         super().__init__()
         self.stack: list[str | None] = []  # fig id owning each open <div>
         self.plots: dict[str, dict[str, int]] = {}
+        self.texts: dict[str, list[tuple[str, str]]] = {}  # fig id -> (class, text)
+        self.panels: dict[str, list[tuple[float, float]]] = {}  # fig id -> (x, y) of each subplot
 
     def _owner(self):
         return next((o for o in reversed(self.stack) if o), None)
@@ -79,10 +90,25 @@ class PlotCounter(HTMLParser):
             self.plots[owner]["svg"] += 1
         if owner and tag == "g" and re.search(r"\btrace\b", a.get("class") or ""):
             self.plots[owner]["traces"] += 1
+        if owner and tag == "text" and self.TEXTS.match(a.get("class") or ""):
+            self.texts.setdefault(owner, []).append((a["class"], a.get("data-unformatted", "")))
+        if owner and tag == "rect" and "nsewdrag" in (a.get("class") or "") and a.get("data-subplot"):
+            self.panels.setdefault(owner, []).append((float(a["x"]), float(a["y"])))
 
     def handle_endtag(self, tag):
         if tag == "div" and self.stack:
             self.stack.pop()
+
+
+def html_traces(page: str, div_id: str) -> list[dict]:
+    """The plotly traces of one figure of a written report, typed arrays ({dtype, bdata}) decoded."""
+    start = page.index("[", page.index(f'Plotly.newPlot(                        "{div_id}"'))
+    traces, _ = json.JSONDecoder().raw_decode(page, start)
+    for t in traces:
+        for k in ("x", "y"):
+            if isinstance(t.get(k), dict):
+                t[k] = np.frombuffer(base64.b64decode(t[k]["bdata"]), dtype=t[k]["dtype"]).tolist()
+    return traces
 
 
 @pytest.fixture(scope="module")
@@ -118,28 +144,63 @@ def test_report_logged_as_parent_run_artifacts(report, known_store):
     assert str(Path(known_store.root)) in MlflowClient(known_store.uri).get_run(known_store.parent_run_id).info.artifact_uri
 
 
-def test_image_export_skipped_with_note_without_kaleido(known_data, tmp_path, capsys, monkeypatch):
-    import importlib.util
+def test_html_curves_end_at_the_tables_values(report, known_data):
+    """The accuracy panel's last point per method = the unsmoothed mean over seeds of the final evaluation,
+    x100 = the table's AVG (the table's config of GRPO's two); per-step entropy IS smoothed (ema_alpha 0.5)."""
+    out, paths, cfg = report
+    traces = html_traces(paths["html"].read_text(), "fig-0")  # m-small: entropy | response length | accuracy
+    lines = {(t["yaxis"], t["name"]): t for t in traces if "name" in t}  # the mean lines (bands: no name)
+    table = table_from_sweep(known_data, cfg.table)
+    h = known_data.history
+    for row in (r for r in table.rows if r.model == "m-small" and not r.is_base):
+        acc = lines[("y3", row.label)]
+        final = h[(h["config"] == row.config) & (h["key"] == VAL_AVG) & (h["step"] == 10)]["value"]
+        assert len(final) == 2 and acc["x"][-1] == 10
+        assert acc["y"][-1] == pytest.approx(100 * final.mean()) == pytest.approx(100 * row.cells[AVG].mean)
+        ent = h[(h["config"] == row.config) & (h["key"] == ENTROPY) & (h["step"] == 10)]["value"]
+        assert lines[("y", row.label)]["y"][-1] > ent.mean() + 1e-3  # falling curve, smoothed: above the raw mean
+    grpo = [t for t in traces if t.get("name") == "GRPO" and t["yaxis"] == "y3"]
+    assert len(grpo) == 1 and "Curves of a method with several configs show the config the table shows" \
+        in paths["html"].read_text()
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "kaleido" else real(n, *a))
-    cfg = ReportConfig(formats=["html", "png", "svg"], clipfrac=False, benchmark_grid=False)
-    paths = write_report(known_data, tmp_path, cfg)
-    assert "PNG/SVG export skipped: kaleido is not installed" in capsys.readouterr().out
-    assert set(paths) == {"html"} and "export skipped" in paths["html"].read_text()
+
+def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_data, tmp_path):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(known_store.uri)
+    run = client.create_run(client.get_experiment_by_name(known_store.sweep).experiment_id).info.run_id
+    assert {"png", "pdf"} <= set(ReportConfig().formats)
+    paths = write_report(known_data, tmp_path, ReportConfig(), log_to_run=run)
+    figures = {f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks", "clipfrac")
+               for ext in ("png", "pdf")}
+    assert {p.name for k, p in paths.items() if ":" in k} == figures
+    assert all((tmp_path / "figures" / n).stat().st_size > 5000 for n in figures)
+    assert (tmp_path / "figures" / "m-small-dynamics.pdf").read_bytes().startswith(b"%PDF-")
+    logged = {a.path for a in client.list_artifacts(run, "report/figures")}
+    assert logged == {f"report/figures/{n}" for n in figures}
+    assert "report/report.html" in {a.path for a in client.list_artifacts(run, "report")}
+
+
+def test_run_note_relates_mlflow_values_to_the_tables_scale(known_data):
+    cfg = ReportConfig()
+    table = table_from_sweep(known_data, cfg.table)
+    assert "MLflow's charts show the logged values" in run_note(known_data, table, cfg)
+    assert "(e.g. 0.523 in MLflow = 52.3 here)" in run_note(known_data, table, cfg)
+    plain = ReportConfig(table=TableConfig(scale=1.0, decimals=3))
+    assert "MLflow's charts" not in run_note(known_data, table_from_sweep(known_data, plain.table), plain)
 
 
 def test_report_config_from_dict_and_validation():
     cfg = ReportConfig.from_dict({"table": {"select_by": "val/avg/acc", "at": "final"},
                                   "curves": ["actor/entropy", "response_length/mean", "val/avg/acc"]})
-    assert cfg.table == TableConfig(select_by="val/avg/acc", at="final") and cfg.ema_alpha == 1.0
+    assert cfg.table == TableConfig(select_by="val/avg/acc", at="final") and cfg.ema_alpha == DEFAULT_EMA_ALPHA == 0.1
     with pytest.raises(ValueError, match=r"report: unknown key 'curve' \(did you mean 'curves'\?\)"):
         ReportConfig.from_dict({"curve": ["x"]})
     with pytest.raises(ValueError, match=r"report.table: unknown key 'selectby' \(did you mean 'select_by'\?\)"):
         ReportConfig.from_dict({"table": {"selectby": "AVG"}})
     with pytest.raises(ValueError, match=r"TableConfig.at:"):
         ReportConfig.from_dict({"table": {"at": "end"}})
-    for bad, field in (({"ema_alpha": 0}, "ema_alpha"), ({"formats": ["pdf"]}, "formats"), ({"band": "x"}, "band"),
+    for bad, field in (({"ema_alpha": 0}, "ema_alpha"), ({"formats": ["gif"]}, "formats"), ({"band": "x"}, "band"),
                        ({"curves": "actor/entropy"}, "curves"), ({"by": "seed"}, "by")):
         with pytest.raises(ValueError, match=rf"ReportConfig\.{field}:"):
             ReportConfig.from_dict(bad)
@@ -157,6 +218,15 @@ def test_chromium_renders_every_figure_without_console_errors(report, known_data
     for fid, c in counter.plots.items():
         assert c["svg"] >= 1 and c["traces"] >= 3, (fid, c)  # rendered, with its lines drawn
     assert '<table class="paper-table">' in dom
+    # the first figure: ONE row of three panels (DHPO Fig. 1), axis titles with units, a legend entry per method
+    panels = counter.panels["fig-0"]
+    assert len(panels) == 3 and len({y for _, y in panels}) == 1 and sorted(x for x, _ in panels) == [x for x, _ in panels]
+    texts = counter.texts["fig-0"]
+    assert [t for c, t in texts if c.startswith("x")] == ["training step"] * 3
+    assert [t for c, t in texts if c.startswith("y")] == ["entropy (nats/token)", "response length (tokens)",
+                                                          "accuracy (%)"]
+    assert [t for c, t in texts if c == "legendtext"] == ["GRPO", "GSPO", "DHPO-E"]
+    assert [t for c, t in texts if c == "legendtitletext"] == ["lines: mean over 2 seeds; band: min–max over the 2 seeds"]
 
 
 def test_chromium_check_catches_console_errors(tmp_path):

@@ -1,5 +1,5 @@
 """Tests for evaluators.generation: the HF backend (bit-exact with the local trainer's evaluation
-loop over trainers.local.rollout.sample), prompts and chat templates, progress, backend selection,
+loop over policy.rollout.sample), prompts and chat templates, progress, backend selection,
 and the vLLM backend's error paths (vllm is a GPU-only extra and is not installed on CPU hosts)."""
 
 import subprocess
@@ -12,7 +12,7 @@ from evaluators.generation import GPU_INSTALL, HFGenerator, Sample, SamplingPara
 from evaluators.tasks import make_split
 from trainers.local.config import LocalConfig
 from trainers.local.model import build_char_tokenizer, build_tiny_model
-from trainers.local.rollout import sample
+from policy.rollout import sample
 
 PROMPTS = ["Q: 12+7=?", "Q: 3*4=?", "Q: 38-7=?", "Q: 8-1=?", "Q: 25-16=?"]
 
@@ -151,7 +151,7 @@ def test_sampling_params_greedy_ignores_temperature():
 def test_from_pretrained_chatml_dir_lean_and_transformers(chatml_dir):
     from transformers import AutoTokenizer
 
-    from trainers.local.lean_checkpoint import LeanTokenizer, Qwen3Weights
+    from policy.lean_checkpoint import LeanTokenizer, Qwen3Weights
 
     lean = HFGenerator.from_pretrained(chatml_dir, device="auto", batch_size=8)
     assert isinstance(lean.model, Qwen3Weights) and isinstance(lean.tokenizer, LeanTokenizer)

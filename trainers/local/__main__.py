@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from contract.metrics import REWARD, VAL
 from trainers.config import ConfigError, load_trial_config, split_args
 from trainers.local.trainer import train
 
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     final = train(cfg, lambda step, metrics, ckpt: None, resume_from=ns.resume, workdir=ns.workdir)
-    print(json.dumps({k: round(v, 4) for k, v in final.items() if k.startswith(("val/", "reward/"))}, indent=1))
+    print(json.dumps({k: round(v, 4) for k, v in final.items() if k.startswith((VAL, REWARD))}, indent=1))
     return 0
 
 

@@ -1,21 +1,20 @@
-"""Policy construction for the local trainer: a tiny Qwen3 built in code, or a local checkpoint.
+"""The tiny policy of the local trainer, built in code: a character tokenizer and a small Qwen3.
+
+    tokenizer = build_char_tokenizer("char_tags")
+    model = build_tiny_model(cfg.local, tokenizer, seed=0)
 
 * ``build_char_tokenizer()`` makes a character-level tokenizer (Hugging Face ``tokenizers``
   WordLevel over the task alphabet, wrapped as a ``PreTrainedTokenizerFast``), so nothing is
   downloaded. ``<eos>`` ends a response, ``<pad>`` pads.
 * ``build_tiny_model(cfg, tokenizer)`` instantiates ``Qwen3ForCausalLM`` from a small config.
-* ``load_policy(path, device, dtype)`` loads any local causal-LM directory (tiny base
-  checkpoints cached by warmstart.py, or a downloaded Qwen3-0.6B) with its tokenizer. A Qwen3
-  with a plain ``tokenizers`` tokenizer loads without importing transformers
-  (lean_checkpoint.py: ~1.4 CPU-s less start-up per trial); ``lean=False`` forces the Hugging
-  Face classes (needed to run the module's own forward or to ``save_pretrained``).
 
-transformers is imported inside the functions that need it, never at module import.
+Loading a policy from a directory (``load_policy``, ``resolve_device``) is policy/model.py, shared
+with the evaluators. transformers is imported inside the functions that need it, never at module
+import.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -24,7 +23,6 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from evaluators.rewards import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN
 from evaluators.tasks import VOCAB_CHARS
 from trainers.local.config import TOKENIZERS, LocalConfig
-from trainers.local.lean_checkpoint import LeanTokenizer, lean_loadable, load_qwen3_weights
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
@@ -80,32 +78,3 @@ def build_tiny_model(cfg: LocalConfig, tokenizer: PreTrainedTokenizerFast, seed:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return Qwen3ForCausalLM(config)
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("local.device: 'cuda' requested but torch.cuda.is_available() is False")
-    return torch.device(device)
-
-
-def load_policy(path: str | Path, device: torch.device, dtype: str, lean: bool = True):
-    """Load a causal LM and its tokenizer from a local directory (never from a hub).
-
-    With ``lean`` (default) a directory that ``lean_loadable`` accepts gives a parameter-only
-    ``Qwen3Weights`` (run by LeanQwen3) and a ``LeanTokenizer``; anything else, or ``lean=False``,
-    gives the transformers model and tokenizer.
-    """
-    path = Path(path)
-    if lean and lean_loadable(path):
-        return load_qwen3_weights(path, device, getattr(torch, dtype)), LeanTokenizer.from_directory(path)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=getattr(torch, dtype))
-    return model.to(device), tokenizer

@@ -28,18 +28,19 @@ from pathlib import Path
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, ENTROPY, GRAD_NORM, LR, PG_LOSS, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_ANSWER_MEAN, REWARD_FORMAT_MEAN, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL, VAL_AVG, val_key
 from evaluators.generation import HFGenerator, SamplingParams
 from evaluators.rewards import compute_reward
 from evaluators.scoring import evaluate_benchmark
 from evaluators.tasks import Problem
+from policy.model import load_policy, resolve_device
+from policy.rollout import Rollout, sample, score
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged
 from trainers.config import TrialConfig
 from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
 from trainers.local.data import load_data
-from trainers.local.model import load_policy, resolve_device
 from trainers.local.optimizer import WarmupAdamW
-from trainers.local.rollout import Rollout, sample, score
 from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
 
@@ -67,8 +68,8 @@ def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialC
     metrics = {}
     for name, problems in benchmarks.items():
         result = evaluate_benchmark(generator, name, problems, params, torch_generator=stream)
-        metrics[f"val/{name}/acc"] = result.metrics["avg_at_k"]
-    metrics["val/avg/acc"] = sum(metrics.values()) / len(metrics)
+        metrics[val_key(name)] = result.metrics["avg_at_k"]
+    metrics[VAL_AVG] = sum(metrics.values()) / len(metrics)
     return metrics
 
 
@@ -92,10 +93,10 @@ def _complete_metrics(name: str, m: dict[str, float]) -> dict[str, float]:
     actor/clipfrac_<level> for the level its ObjectiveSpec.clipfrac_level declares; 0 where it has no such clip."""
     level = OBJECTIVES[name].clipfrac_level
     if level:
-        m.setdefault(f"actor/clipfrac_{level}", m.get("actor/pg_clipfrac", 0.0))
-    m.setdefault("actor/pg_clipfrac", 0.0)
-    m.setdefault("actor/clipfrac_token", 0.0)
-    m.setdefault("actor/clipfrac_seq", 0.0)
+        m.setdefault({"token": CLIP_FRACTION_TOKEN, "seq": CLIP_FRACTION_SEQ}[level], m.get(CLIP_FRACTION, 0.0))
+    m.setdefault(CLIP_FRACTION, 0.0)
+    m.setdefault(CLIP_FRACTION_TOKEN, 0.0)
+    m.setdefault(CLIP_FRACTION_SEQ, 0.0)
     return m
 
 
@@ -193,16 +194,16 @@ class LocalTrainer:
             loss, m = self.objective(batch)
             # Divergence checks, each on a float the step logs anyway (one host sync each), all
             # before opt.step(): a NaN/inf loss or gradient never reaches the parameters.
-            m["actor/pg_loss"] = float(loss.detach())
-            if not math.isfinite(m["actor/pg_loss"]):
-                raise TrainingDiverged(self.step, "loss", m["actor/pg_loss"])
+            m[PG_LOSS] = float(loss.detach())
+            if not math.isfinite(m[PG_LOSS]):
+                raise TrainingDiverged(self.step, "loss", m[PG_LOSS])
             self.opt.zero_grad()
             loss.backward()
             # clip_grad_norm_ returns the pre-clip total norm: non-finite iff some gradient is.
-            m["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
-            if not math.isfinite(m["actor/grad_norm"]):
-                raise TrainingDiverged(self.step, "grad_norm", m["actor/grad_norm"])
-            m["actor/entropy"] = float((entropy * mb.response_mask).sum() / mb.response_mask.sum().clamp(min=1))
+            m[GRAD_NORM] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
+            if not math.isfinite(m[GRAD_NORM]):
+                raise TrainingDiverged(self.step, "grad_norm", m[GRAD_NORM])
+            m[ENTROPY] = float((entropy * mb.response_mask).sum() / mb.response_mask.sum().clamp(min=1))
             _check_finite(self.step, m)
             self.opt.step()
             for key, value in m.items():
@@ -210,12 +211,12 @@ class LocalTrainer:
         elapsed = time.perf_counter() - started
         metrics = _complete_metrics(self.objective.name, sums)
         metrics.update({
-            "response_length/mean": float(lengths.mean()), "response_length/max": float(lengths.max()),
-            "reward/mean": float(reward.mean()),
-            "reward/answer_mean": sum(r["answer"] for r in rewards) / len(rewards),
-            "reward/format_mean": sum(r["format"] for r in rewards) / len(rewards),
-            "actor/lr": self.opt.lr,
-            "perf/step_time_s": elapsed, "perf/tokens_per_s": float(lengths.sum()) / elapsed,
+            RESPONSE_LENGTH_MEAN: float(lengths.mean()), RESPONSE_LENGTH_MAX: float(lengths.max()),
+            REWARD_MEAN: float(reward.mean()),
+            REWARD_ANSWER_MEAN: sum(r["answer"] for r in rewards) / len(rewards),
+            REWARD_FORMAT_MEAN: sum(r["format"] for r in rewards) / len(rewards),
+            LR: self.opt.lr,
+            STEP_TIME: elapsed, TOKENS_PER_S: float(lengths.sum()) / elapsed,
         })
         _check_finite(self.step, metrics)
         return metrics
@@ -243,9 +244,9 @@ class LocalTrainer:
 
 
 def _format(step: int, total: int, m: dict[str, float]) -> str:
-    keys = ("reward/mean", "actor/entropy", "response_length/mean", "actor/pg_clipfrac", "val/avg/acc")
+    keys = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, CLIP_FRACTION, VAL_AVG)
     shown = "  ".join(f"{k}={m[k]:.4g}" for k in keys if k in m)
-    extra = "  ".join(f"{k}={v:.4g}" for k, v in m.items() if k.startswith("val/") and k != "val/avg/acc")
+    extra = "  ".join(f"{k}={v:.4g}" for k, v in m.items() if k.startswith(VAL) and k != VAL_AVG)
     return f"step {step}/{total}  {shown}  {extra}".rstrip()
 
 

@@ -24,8 +24,9 @@ from filelock import FileLock
 
 from evaluators.tasks import Problem
 from trainers.config import TrialConfig, load_trial_config
-from trainers.local.model import build_char_tokenizer, build_tiny_model, resolve_device
-from trainers.local.rollout import left_pad
+from policy.model import resolve_device
+from policy.rollout import left_pad
+from trainers.local.model import build_char_tokenizer, build_tiny_model
 
 FORMAT_VERSION = 2  # bump when the warm-start procedure changes
 BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for every trial
@@ -125,7 +126,7 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(BASE_INIT_SEED)
                 if cfg.model.path:
-                    from trainers.local.model import load_policy
+                    from policy.model import load_policy
 
                     model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
                 else:

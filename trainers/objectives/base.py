@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, PPO_KL, RATIO_MAX, RATIO_MEAN, RATIO_MIN
+
 AGG_MODES = ("seq-mean-token-mean", "token-mean")
 # Log-ratios are clamped to +-20 before exp (as verl does): exp(20) ~ 5e8 is finite in
 # float32, and a token that far off-policy is clipped or gated to ~zero gradient anyway.
@@ -167,7 +169,7 @@ def ratio_metrics(p: Prepared, log_ratio: torch.Tensor, ratio: torch.Tensor | No
     # log r is exactly 0 on padding (prepare zeroes it), so plain sums are masked sums
     ppo_kl = -log_ratio.sum() / p.n_valid
     if not log_ratio.numel():
-        return {"actor/ratio_mean": one, "actor/ratio_min": one, "actor/ratio_max": one, "actor/ppo_kl": ppo_kl}
+        return {RATIO_MEAN: one, RATIO_MIN: one, RATIO_MAX: one, PPO_KL: ppo_kl}
     # one scratch copy of the ratio, masked in place: 0 on padding for sum and max (ratio > 0,
     # so padding never wins the max), then +inf on padding for the min
     scratch = log_ratio.exp() if ratio is None else ratio.detach().clone()
@@ -176,10 +178,10 @@ def ratio_metrics(p: Prepared, log_ratio: torch.Tensor, ratio: torch.Tensor | No
     ratio_mean, ratio_max = scratch.sum() / p.n_valid, scratch.amax()
     ratio_min = scratch.masked_fill_(invalid, math.inf).amin()
     return {
-        "actor/ratio_mean": ratio_mean,
-        "actor/ratio_min": torch.where(any_valid, ratio_min, one),
-        "actor/ratio_max": torch.where(any_valid, ratio_max, one),
-        "actor/ppo_kl": ppo_kl,
+        RATIO_MEAN: ratio_mean,
+        RATIO_MIN: torch.where(any_valid, ratio_min, one),
+        RATIO_MAX: torch.where(any_valid, ratio_max, one),
+        PPO_KL: ppo_kl,
     }
 
 
@@ -208,7 +210,7 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
 
 
-def sign_aware_clip_fractions(p: Prepared, ratio: torch.Tensor, low: float, high: float, prefix: str = "actor/pg_clipfrac") -> dict[str, torch.Tensor]:
+def sign_aware_clip_fractions(p: Prepared, ratio: torch.Tensor, low: float, high: float, prefix: str = CLIP_FRACTION) -> dict[str, torch.Tensor]:
     """Fractions of valid tokens whose clip is binding (SSPO eq. 1: f_Clip by advantage sign).
 
     ``_high``: A > 0 and ratio > high; ``_low``: A < 0 and ratio < low; the plain name is their sum.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW
 from trainers.objectives.base import (
     PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
@@ -49,7 +50,7 @@ def cispo_loss(batch: PolicyBatch, params: CISPOParams) -> tuple[torch.Tensor, d
         # CISPO clips the weight whatever the advantage sign (as verl counts it).
         high_frac = p.count_mean(p.valid & (ratio > high))
         low_frac = p.count_mean(p.valid & (ratio < low))
-        metrics["actor/pg_clipfrac"] = high_frac + low_frac
-        metrics["actor/pg_clipfrac_low"] = low_frac
-        metrics["actor/pg_clipfrac_high"] = high_frac
+        metrics[CLIP_FRACTION] = high_frac + low_frac
+        metrics[CLIP_FRACTION_LOW] = low_frac
+        metrics[CLIP_FRACTION_HIGH] = high_frac
     return loss, to_floats(metrics)

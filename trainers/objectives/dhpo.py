@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, MIXED_RATIO_MEAN, MIX_WEIGHT
 from trainers.objectives.base import (
     PolicyBatch, Prepared, aggregate_tokens, check_agg, check_choice, check_positive, prepare,
     ratio_metrics, sign_aware_clip_fractions, to_floats,
@@ -130,14 +131,14 @@ def dhpo_loss(
     with torch.no_grad():
         metrics = ratio_metrics(p, log_ratio)
         # pg_clipfrac: tokens where the clipped term wins the min of eq. 7 (gradient cut or reduced)
-        metrics["actor/pg_clipfrac"] = p.masked_mean((-m_clipped * p.adv_token > -m * p.adv_token).to(m.dtype))
+        metrics[CLIP_FRACTION] = p.masked_mean((-m_clipped * p.adv_token > -m * p.adv_token).to(m.dtype))
         if params.clip_mode == "branch":
-            metrics.update(sign_aware_clip_fractions(p, r, lo_t, hi_t, prefix="actor/clipfrac_token"))
-            metrics.update(sign_aware_clip_fractions(p, s, lo_s, hi_s, prefix="actor/clipfrac_seq"))
+            metrics.update(sign_aware_clip_fractions(p, r, lo_t, hi_t, prefix=CLIP_FRACTION_TOKEN))
+            metrics.update(sign_aware_clip_fractions(p, s, lo_s, hi_s, prefix=CLIP_FRACTION_SEQ))
         else:
             unified = sign_aware_clip_fractions(p, m, 1.0 - params.eps_low, 1.0 + params.eps_high)
-            metrics["actor/pg_clipfrac_low"] = unified["actor/pg_clipfrac_low"]
-            metrics["actor/pg_clipfrac_high"] = unified["actor/pg_clipfrac_high"]
-        metrics["actor/mix_weight"] = p.masked_mean(w)
-        metrics["actor/mixed_ratio_mean"] = p.masked_mean(m)
+            metrics[CLIP_FRACTION_LOW] = unified[CLIP_FRACTION_LOW]
+            metrics[CLIP_FRACTION_HIGH] = unified[CLIP_FRACTION_HIGH]
+        metrics[MIX_WEIGHT] = p.masked_mean(w)
+        metrics[MIXED_RATIO_MEAN] = p.masked_mean(m)
     return loss, to_floats(metrics)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
     PolicyBatch, aggregate_sequences, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
@@ -62,8 +63,8 @@ def gmpo_loss(batch: PolicyBatch, params: GMPOParams) -> tuple[torch.Tensor, dic
         metrics = ratio_metrics(p, log_ratio)
         clip_high = (positive & (log_ratio > hi)).to(log_ratio.dtype)
         clip_low = ((p.adv_seq < 0)[:, None] & (log_ratio < lo)).to(log_ratio.dtype)
-        metrics["actor/pg_clipfrac"] = p.masked_mean(clip_high + clip_low)
-        metrics["actor/pg_clipfrac_low"] = p.masked_mean(clip_low)
-        metrics["actor/pg_clipfrac_high"] = p.masked_mean(clip_high)
-        metrics["actor/seq_ratio_mean"] = (geo_mean_ratio * (p.lengths > 0)).sum() / (p.lengths > 0).sum().clamp(min=1)
+        metrics[CLIP_FRACTION] = p.masked_mean(clip_high + clip_low)
+        metrics[CLIP_FRACTION_LOW] = p.masked_mean(clip_low)
+        metrics[CLIP_FRACTION_HIGH] = p.masked_mean(clip_high)
+        metrics[SEQ_RATIO_MEAN] = (geo_mean_ratio * (p.lengths > 0)).sum() / (p.lengths > 0).sum().clamp(min=1)
     return loss, to_floats(metrics)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
     LOG_RATIO_LIMIT, PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare,
     ratio_metrics, sign_aware_clip_fractions, to_floats,
@@ -55,7 +56,7 @@ def gspo_loss(batch: PolicyBatch, params: GSPOParams) -> tuple[torch.Tensor, dic
     loss = aggregate_tokens(token_loss, p, params.agg)
     with torch.no_grad():
         metrics = ratio_metrics(p, p.log_ratio)
-        metrics["actor/seq_ratio_mean"] = p.masked_mean(s_token)
+        metrics[SEQ_RATIO_MEAN] = p.masked_mean(s_token)
         metrics.update(sign_aware_clip_fractions(p, s_token, low, high))
-        metrics["actor/clipfrac_seq"] = metrics["actor/pg_clipfrac"]
+        metrics[CLIP_FRACTION_SEQ] = metrics[CLIP_FRACTION]
     return loss, to_floats(metrics)

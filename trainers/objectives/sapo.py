@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import GATE_WEIGHT
 from trainers.objectives.base import (
     PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
@@ -46,5 +47,5 @@ def sapo_loss(batch: PolicyBatch, params: SAPOParams) -> tuple[torch.Tensor, dic
     loss = aggregate_tokens(token_loss, p, params.agg)
     with torch.no_grad():
         metrics = ratio_metrics(p, log_ratio, ratio)
-        metrics["actor/gate_weight"] = 4.0 * p.masked_mean(gate * (1.0 - gate) * ratio)
+        metrics[GATE_WEIGHT] = 4.0 * p.masked_mean(gate * (1.0 - gate) * ratio)
     return loss, to_floats(metrics)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from contract.metrics import GATE_WEIGHT, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
     PolicyBatch, aggregate_sequences, check_agg, check_choice, check_positive, prepare,
     ratio_metrics, to_floats,
@@ -93,7 +94,7 @@ def sspo_loss(batch: PolicyBatch, params: SSPOParams) -> tuple[torch.Tensor, dic
     loss = aggregate_sequences(-geo_mean_gate * p.adv_seq, p, params.agg)
     with torch.no_grad():
         metrics = ratio_metrics(p, u)
-        metrics["actor/gate_weight"] = p.masked_mean(local_weight(params.gate, u, tau))
+        metrics[GATE_WEIGHT] = p.masked_mean(local_weight(params.gate, u, tau))
         nonempty = (p.lengths > 0).to(u.dtype)
-        metrics["actor/seq_ratio_mean"] = (geo_mean_gate * nonempty).sum() / nonempty.sum().clamp(min=1)
+        metrics[SEQ_RATIO_MEAN] = (geo_mean_gate * nonempty).sum() / nonempty.sum().clamp(min=1)
     return loss, to_floats(metrics)

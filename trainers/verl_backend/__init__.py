@@ -13,6 +13,7 @@ policy losses, which this backend loads into every verl process).
     cpu/            the CPU platform (platform, gloo, FSDP engine, transformers-generate rollout)
     cpu_runtime.py  the env + overrides selecting the CPU platform (imports no verl)
     train.py        the backend's train function (launch, metrics, checkpoints, resume)
+    export.py       its checkpoints recognised and merged into a Hugging Face directory (eval)
     metrics.py      verl's file-logger lines -> the metric contract
 
     sweep run verl_cpu_smoke.yaml                            # two verl trials on this CPU

@@ -27,12 +27,12 @@ import re
 import sys
 from typing import Any
 
-from contract.metrics import GRAD_NORM, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
+from contract.metrics import ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, REWARD, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
 
 _VAL_CORE = re.compile(r"^val-core/(?P<source>.+)/(?P<metric>acc|reward|score)/mean@(?P<n>\d+)$")
-_PASS = ("actor/", "response_length/", "perf/")
+_PASS = (ACTOR, RESPONSE_LENGTH, PERF)
 # values that mean the run diverged (checked before a step is reported)
-DIVERGENCE_KEYS = (GRAD_NORM, "actor/pg_loss", "actor/entropy")
+DIVERGENCE_KEYS = (GRAD_NORM, PG_LOSS, ENTROPY)
 
 
 def val_accuracies(data: dict[str, Any], data_sources: dict[str, str]) -> dict[str, float]:
@@ -60,13 +60,13 @@ def translate(data: dict[str, Any], data_sources: dict[str, str], benchmarks: li
         if key.startswith(_PASS):
             out[key] = float(value)
         elif key.startswith("critic/score/"):
-            out["reward/" + key[len("critic/score/"):]] = float(value)
+            out[REWARD + key[len("critic/score/"):]] = float(value)
         elif key.startswith("timing_s/"):
-            out["perf/" + key] = float(value)
+            out[PERF + key] = float(value)
     if "timing_s/step" in data:
         out[STEP_TIME] = float(data["timing_s/step"])
-    if "perf/throughput" in data:
-        out[TOKENS_PER_S] = float(data["perf/throughput"])
+    if PERF + "throughput" in data:  # verl's name of our tokens/s
+        out[TOKENS_PER_S] = float(data[PERF + "throughput"])
     vals = val_accuracies(data, data_sources)
     out.update(vals)
     wanted = [val_key(b) for b in benchmarks]

@@ -6,7 +6,7 @@ import pytest
 
 from evaluators.tasks import make_split
 from trainers.config import ConfigError, load_trial_config
-from trainers.local.lean_checkpoint import LeanTokenizer
+from policy.lean_checkpoint import LeanTokenizer
 from trainers.local.model import RESPONSE_TAGS, build_char_tokenizer
 from trainers.local.warmstart import base_key
 

@@ -1,4 +1,4 @@
-"""Tests for evaluators.checkpoints: a local-trainer checkpoint becomes a Hugging Face directory whose
+"""Tests for trial_eval.checkpoints: a local-trainer checkpoint becomes a Hugging Face directory whose
 weights are the trained ones (logits equal), cached; unusable paths are clear errors.
 
 The verl merge path runs end to end in tests/sweeps/test_sweep_verl_e2e.py (it needs a real verl
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluators.checkpoints import TRIAL_FILE, CheckpointNotUsable, checkpoint_kind, materialize, read_trial_config
+from policy.model import load_policy
 from trainers.config import load_trial_config
 from trainers.local.checkpoint import read_state
-from trainers.local.model import load_policy
 from trainers.local.trainer import train
+from trial_eval.checkpoints import TRIAL_FILE, CheckpointNotUsable, checkpoint_kind, materialize, read_trial_config
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["trainer.steps=2", "trainer.eval_every=2", "trainer.prompts_per_step=2", "trainer.group_size=4",
@@ -36,7 +36,7 @@ def trained(tmp_path_factory):
 
 
 def logits(model, ids):
-    from trainers.local.fast_qwen3 import LeanQwen3
+    from policy.fast_qwen3 import LeanQwen3
 
     mask = torch.ones_like(ids)
     fast = LeanQwen3(model, max_positions=ids.shape[1])

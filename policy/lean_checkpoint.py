@@ -16,7 +16,7 @@ laptop CPU. This module reads the same files that ``from_pretrained`` reads:
 
 ``lean_loadable(path)`` says whether a directory can be loaded this way (a Qwen3 that LeanQwen3
 supports, and a plain ``tokenizers`` tokenizer); model.load_policy falls back to transformers
-otherwise. tests/trainers/local/test_lean_checkpoint.py checks parameters, logits and
+otherwise. tests/policy/test_lean_checkpoint.py checks parameters, logits and
 tokenization against the transformers load of the same directory.
 """
 
@@ -31,7 +31,7 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from torch import nn
 
-from trainers.local.fast_qwen3 import LeanQwen3
+from policy.fast_qwen3 import LeanQwen3
 
 # Tokenizer classes whose encode/decode are exactly the tokenizers library's (no extra cleanup).
 PLAIN_TOKENIZER_CLASSES = {"TokenizersBackend", "PreTrainedTokenizerFast"}
@@ -149,7 +149,7 @@ class Qwen3Weights(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def forward(self, *args, **kwargs):
-        raise TypeError("Qwen3Weights holds parameters only: run it with trainers.local.fast_qwen3.LeanQwen3")
+        raise TypeError("Qwen3Weights holds parameters only: run it with policy.fast_qwen3.LeanQwen3")
 
 
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:

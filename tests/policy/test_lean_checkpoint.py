@@ -1,7 +1,7 @@
 """Loading a Qwen3 directory without transformers gives what the transformers load gives.
 
 Parameters (names, order, tying, padding row), dtype, logits, gradients and tokenization of
-trainers/local/lean_checkpoint.py against ``AutoModelForCausalLM``/``AutoTokenizer`` on the
+policy/lean_checkpoint.py against ``AutoModelForCausalLM``/``AutoTokenizer`` on the
 same saved directory; what is refused (and falls back to transformers); a whole trainer run
 identical either way; and a trial process that never imports transformers.
 """
@@ -19,12 +19,13 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCau
 
 from evaluators.tasks import VOCAB_CHARS
 from trainers.local import trainer as trainer_module
-from trainers.local.fast_qwen3 import LeanQwen3
-from trainers.local.lean_checkpoint import LeanTokenizer, Qwen3Settings, Qwen3Weights, lean_loadable
-from trainers.local.model import build_char_tokenizer, load_policy
-from trainers.local.rollout import Rollout, left_pad, score
+from policy.fast_qwen3 import LeanQwen3
+from policy.lean_checkpoint import LeanTokenizer, Qwen3Settings, Qwen3Weights, lean_loadable
+from policy.model import load_policy
+from policy.rollout import Rollout, left_pad, score
+from trainers.local.model import build_char_tokenizer
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
 
 

@@ -8,7 +8,7 @@ packed list [R] and a right-aligned per-row layout [N, W] (W = longest prompt + 
 which attention runs with a plain causal mask. Gradients stay exact: a shared prompt token
 receives the gradient of every row that attends to it (index backward accumulates).
 
-Used by fast_qwen3.LeanQwen3.response_logits; tests/trainers/local/test_fast_qwen3.py checks
+Used by fast_qwen3.LeanQwen3.response_logits; tests/policy/test_fast_qwen3.py checks
 the result against the unpacked Hugging Face forward.
 """
 

@@ -1,4 +1,4 @@
-"""Tests for evaluators.eval_run: one checkpoint on a protocol's benchmarks, resumable per benchmark,
+"""Tests for trial_eval.eval_run: one checkpoint on a protocol's benchmarks, resumable per benchmark,
 with the real HF backend on a tiny Hugging Face model directory (random weights: the numbers only
 have to be consistent with the per-problem files, not good)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from evaluators.benchmarks import BenchmarkNotFoundError
 from evaluators.eval_config import EvalConfig
-from evaluators.eval_run import EvalTarget, evaluate_checkpoint
+from trial_eval.eval_run import EvalTarget, evaluate_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from trainers.local.fast_qwen3 import KVCache, LeanQwen3
-from trainers.local.packing import first_rows
+from policy.fast_qwen3 import KVCache, LeanQwen3
+from policy.packing import first_rows
 
 COMPACT_FRACTION = 0.2  # drop finished rows from the decode batch once this share of it is done
 

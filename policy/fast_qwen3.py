@@ -19,7 +19,7 @@ source of truth. The module is a Hugging Face ``Qwen3ForCausalLM`` or, in trials
 checkpoint without transformers, a lean_checkpoint.Qwen3Weights (same parameter names).
 ``LeanQwen3.supports(model)`` says whether a model can use it (Qwen3 architecture, default RoPE,
 no biases, no attention dropout, no sliding window); other models run through the Hugging Face
-forward. tests/trainers/local/test_fast_qwen3.py checks logits, cached
+forward. tests/policy/test_fast_qwen3.py checks logits, cached
 decoding, sampling and gradients against the Hugging Face forward.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from trainers.local.packing import pack
+from policy.packing import pack
 
 NEG_INF = float("-inf")
 

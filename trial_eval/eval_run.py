@@ -1,5 +1,6 @@
 """Evaluate one checkpoint on a protocol's benchmarks, resumably: one result file per benchmark.
 
+    from trial_eval.eval_run import EvalTarget, evaluate_checkpoint
     metrics, files = evaluate_checkpoint(EvalTarget("grpo.s0", Path(ckpt), step=200, eval_dir=out),
                                          EvalConfig(benchmarks=["aime24", "math500"]))
 
@@ -10,7 +11,7 @@ answer, samples, extracted answers, verdicts, token counts) and ``<benchmark>.js
 both are written atomically when the benchmark is complete, so a re-run skips finished benchmarks
 and redoes an interrupted one. Every benchmark is loaded before anything is generated: a missing
 file fails before the model is even loaded. The checkpoint is materialized as a Hugging Face
-directory (evaluators/checkpoints.py) only if some benchmark still has to run.
+directory (trial_eval/checkpoints.py) only if some benchmark still has to run.
 
 Metric names: ``eval/<benchmark>/<m>`` for m in evaluators.scoring.METRICS, and
 ``eval/avg/avg_at_k``, the mean over the protocol's benchmarks (DHPO Table 1's AVG).
@@ -35,7 +36,7 @@ class EvalTarget:
     label: str
     """What is evaluated, for messages (a trial id or a directory name)."""
     checkpoint: Path
-    """The checkpoint directory (any kind evaluators/checkpoints.py accepts)."""
+    """The checkpoint directory (any kind trial_eval/checkpoints.py accepts)."""
     step: int
     """Training step of the checkpoint (the MLflow step the metrics are logged at)."""
     eval_dir: Path
@@ -101,7 +102,7 @@ def make_generator(model_dir: Path, cfg: EvalConfig, chat: bool):
         return build("vllm", model_dir, tensor_parallel_size=cfg.tensor_parallel_size, chat_template=chat,
                      gpu_memory_utilization=cfg.gpu_memory_utilization, seed=cfg.seed,
                      dtype="bfloat16" if cfg.dtype == "auto" else cfg.dtype)
-    from trainers.local.model import resolve_device
+    from policy.model import resolve_device
 
     device = resolve_device(cfg.device).type  # a clear error for 'cuda' without CUDA
     dtype = ("bfloat16" if device == "cuda" else "float32") if cfg.dtype == "auto" else cfg.dtype
@@ -123,9 +124,9 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
     returns the per-benchmark callback the generator advances by finished problems. `problems`:
     load_problems(cfg) already done by the caller (one read for many targets), else read here.
     """
-    from evaluators.checkpoints import materialize
     from evaluators.generation import SamplingParams, dir_has_chat_template
     from evaluators.scoring import evaluate_benchmark
+    from trial_eval.checkpoints import materialize
 
     problems = problems if problems is not None else load_problems(cfg, log)
     results_dir = Path(target.eval_dir) / cfg.protocol_hash()

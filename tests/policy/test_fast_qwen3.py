@@ -1,6 +1,6 @@
 """The lean Qwen3 forward and packed scoring compute what the Hugging Face module computes.
 
-Values, cached decoding, sampling and gradients of trainers/local/fast_qwen3.py + packing.py
+Values, cached decoding, sampling and gradients of policy/fast_qwen3.py + packing.py
 against the unmodified ``Qwen3ForCausalLM`` forward (``lean=False``), on the tiny preset and on
 a config shaped like a real Qwen3 checkpoint (explicit head_dim, untied head, large RoPE base).
 """
@@ -11,9 +11,9 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-from trainers.local.fast_qwen3 import KVCache, LeanQwen3
-from trainers.local.packing import pack
-from trainers.local.rollout import Rollout, _pick, _positions, left_pad, sample, score
+from policy.fast_qwen3 import KVCache, LeanQwen3
+from policy.packing import pack
+from policy.rollout import Rollout, _pick, _positions, left_pad, sample, score
 
 PAD, EOS, VOCAB = 0, 1, 23
 
