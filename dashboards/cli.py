@@ -20,8 +20,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dashboards.collect import collect, mask_uri, resolve_tracking_uri, sqlite_path
-from dashboards.report import ReportConfig, report_from_mlflow, write_report
+from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
 
 class TableFormat(str, Enum):
@@ -125,6 +124,9 @@ def report_cmd(
             sweep_name = sweep_name or doc.get("name")
             if not sweep_name and not parent_run_id:
                 raise ValueError(f"{spec}: no name: key; give SWEEP_NAME")
+        from dashboards.collect import collect
+        from dashboards.report import write_report
+
         uri = resolve_tracking_uri(tracking_uri, run_dir)
         data = collect(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
         cfg = _report_config(data, spec_section, overrides, top, spec)
@@ -144,13 +146,14 @@ def report_cmd(
         typer.echo(f"{fmt:>6}: {p}")
 
 
-def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None) -> ReportConfig:
+def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None):
     """The report's settings: the `report:` section recorded with the sweep, or the --spec file's
     (benchmark and method order still from the recorded one when the file leaves them out), then the
     options; a note on stderr when they differ from the recorded settings."""
     from mlflow import MlflowClient
 
     from dashboards.recorded_spec import changed_settings, recorded_report_section, recorded_spec
+    from dashboards.report import ReportConfig
 
     recorded, complete = None, False
     if data.parent_run_id:
@@ -248,6 +251,7 @@ def table_cmd(
 
 def smoke(keep: bool = False) -> Path:
     """Synthetic store in ./.dashboards-smoke-*/ -> collect -> report (logged to the parent run)."""
+    from dashboards.report import ReportConfig, report_from_mlflow
     from dashboards.synthetic import fill_store
 
     t0 = time.perf_counter()

@@ -24,12 +24,12 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
 
 from contract.suggest import did_you_mean
+from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
               "stopped_by")
@@ -51,43 +51,6 @@ class SweepData:
     parent_run_id: str | None = None
     provenance: dict[str, str] = field(default_factory=dict)
     """The parent run's provenance.* tags (sweeps/provenance.py), without the prefix."""
-
-
-def sqlite_path(uri: str | None) -> Path | None:
-    """File behind a `sqlite:///rel` or `sqlite:////abs` URI; None for other stores."""
-    if not uri or not uri.startswith("sqlite:///"):
-        return None
-    rest = uri[len("sqlite:///"):].split("?", 1)[0]
-    path = unquote(rest)
-    if not path or path == ":memory:":
-        return None
-    return Path(path) if path.startswith("/") else Path.cwd() / path
-
-
-_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<password>[^@/\s]+)@")
-_SECRET_QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|sslpassword)=)[^&\s]+")
-
-
-def mask_uri(text: str) -> str:
-    """``text`` with every ``scheme://user:password@`` shown as ``scheme://user:***@`` and secret query values
-    hidden: what every printed URI, message and log line goes through (sweeps/store.py re-exports it)."""
-    text = _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", str(text))
-    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", text)
-
-
-def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs") -> str:
-    """The one rule every command follows: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the
-    run directory's sqlite store ``sqlite:///<run_dir>/mlflow.db``."""
-    if tracking_uri:
-        return tracking_uri
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    return default_tracking_uri(run_dir)
-
-
-def default_tracking_uri(run_dir: Path | str) -> str:
-    """A run directory's own sqlite store, ``sqlite:///<run_dir>/mlflow.db`` (absolute)."""
-    return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
 
 
 def _client(tracking_uri: str | None):

@@ -132,7 +132,7 @@ def eval_cmd(
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
     import contextlib
 
-    from dashboards.collect import resolve_tracking_uri
+    from dashboards.store_uri import resolve_tracking_uri
     from trial_eval.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError

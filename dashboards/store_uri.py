@@ -1,0 +1,53 @@
+"""Where a sweep's tracking store is, and how a URI is printed: the rules every command shares.
+
+    uri = resolve_tracking_uri(None, "runs")    # --tracking-uri, else $MLFLOW_TRACKING_URI, else runs/mlflow.db
+    sqlite_path(uri)                            # Path('/abs/runs/mlflow.db'); None for a server or database
+    mask_uri("postgresql+psycopg2://me:pw@db/x")   # 'postgresql+psycopg2://me:***@db/x'
+
+Light on purpose (no pandas, no MLflow): the command line answers at once (sweeps/store.py re-exports it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+from contract.env import MLFLOW_TRACKING_URI
+
+
+def sqlite_path(uri: str | None) -> Path | None:
+    """File behind a `sqlite:///rel` or `sqlite:////abs` URI; None for other stores."""
+    if not uri or not uri.startswith("sqlite:///"):
+        return None
+    rest = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = unquote(rest)
+    if not path or path == ":memory:":
+        return None
+    return Path(path) if path.startswith("/") else Path.cwd() / path
+
+
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<password>[^@/\s]+)@")
+_SECRET_QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|sslpassword)=)[^&\s]+")
+
+
+def mask_uri(text: str) -> str:
+    """``text`` with every ``scheme://user:password@`` shown as ``scheme://user:***@`` and secret query values
+    hidden: what every printed URI, message and log line goes through (sweeps/store.py re-exports it)."""
+    text = _CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:***@", str(text))
+    return _SECRET_QUERY.sub(lambda m: f"{m['key']}***", text)
+
+
+def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs") -> str:
+    """The one rule every command follows: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the
+    run directory's sqlite store ``sqlite:///<run_dir>/mlflow.db``."""
+    if tracking_uri:
+        return tracking_uri
+    if MLFLOW_TRACKING_URI.get():
+        return MLFLOW_TRACKING_URI.get()
+    return default_tracking_uri(run_dir)
+
+
+def default_tracking_uri(run_dir: Path | str) -> str:
+    """A run directory's own sqlite store, ``sqlite:///<run_dir>/mlflow.db`` (absolute)."""
+    return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
