@@ -8,15 +8,13 @@
     sweep status dhpo_vs_baselines                       # trials and their MLflow state (by the sweep's name)
     sweep ui                                             # MLflow UI on 127.0.0.1 for runs/mlflow.db
     sweep run my.yaml --address HEAD:6379 --tracking-uri http://mlflow:5000   # a Ray cluster, a shared server
-    sweep ui dhpo_vs_baselines --open                    # ... and the sweep's runs, ready to compare
+    sweep ui dhpo_vs_baselines --open                    # ... and the sweep's curves, grouped by method
     sweep ls-objectives
     sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (eval_cmd.py)
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -235,100 +233,45 @@ def status(
 
 @app.command()
 def ui(
-    sweep: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name: print (and --open) its runs page.")] = None,
+    sweep: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name: print (and --open) its curves page.")] = None,
     run_dir: RunDir = Path("runs"),
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
     tracking_uri: TrackingUri = None,
-    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a web browser once the server answers.")] = False,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the curves page in a web browser once the server answers.")] = False,
 ) -> None:
     """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop); an http store's own pages.
 
-    With SWEEP: the URL of the sweep's trial runs, flat, with method, seed and the key metrics as
-    columns (the experiment's "Sweep trials" view), and of its parent run (description: the paper table).
+    With SWEEP: the URL of the sweep's curves (the experiment's "Sweep curves" view: the papers' metrics,
+    one mean line and min-max band per method), of its trial runs (the "Sweep trials" table: method, seed
+    and the key metrics as columns) and of its parent run (description: the paper table).
 
-    An http store (an `mlflow server`): its pages are printed, nothing is started.
+    The URLs are printed once the server answers; its own output goes to <run-dir>/logs/mlflow-ui.log.
+    A taken port exits 2 before anything starts. An http store (an `mlflow server`): its pages are
+    printed, nothing is started.
     """
-    import os
-    import signal
-    import socket
-
     from sweeps.store import StoreMissing, is_server, mask_uri, require_store, resolve_uri
+    from sweeps.ui_server import open_page, port_taken, print_pages, serve, sweep_pages
 
     uri = resolve_uri(tracking_uri, run_dir)
     server = uri.rstrip("/") if is_server(uri) else f"http://127.0.0.1:{port}"
-    url, parent = server, None
     try:
         if not is_server(uri):
             require_store(uri)
-        if sweep:
-            url, parent = _sweep_urls(uri, sweep, server)
+        pages = sweep_pages(uri, sweep, server) if sweep else {}
     except StoreMissing as err:
         err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
-    shown = mask_uri(server)
     if is_server(uri):
-        typer.echo(f"MLflow UI of the tracking server {shown}")
-    else:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                err_console.print(f"error: port {port} on 127.0.0.1 is taken (another UI?); pass --port N",
-                                  markup=False, highlight=False, soft_wrap=True)
-                raise typer.Exit(2)
-        typer.echo(f"MLflow UI for {mask_uri(uri)} at {server}")
-    if sweep:
-        typer.echo(f"runs of {sweep}: {mask_uri(url)}")
-        if parent:
-            typer.echo(f"parent run (report): {mask_uri(parent)}")
-    if is_server(uri):
+        typer.echo(f"MLflow UI of the tracking server {mask_uri(server)}")
+        print_pages(pages)
         if open_browser:
-            import webbrowser
-            webbrowser.open(url)
+            open_page(next(iter(pages.values()), server))
         return
-    artifacts = (run_dir / "mlartifacts").resolve()
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
-           "--port", str(port), "--workers", "1", "--artifacts-destination", str(artifacts)]
-    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": uri}  # not on the command line: ps would show a password
-    with subprocess.Popen(cmd, env=env) as proc:
-        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())  # `kill` of sweep ui stops the server too
-        try:
-            if open_browser:
-                import threading
-                threading.Thread(target=_open_when_up, args=(proc, server, url), daemon=True).start()
-            proc.wait()
-        except KeyboardInterrupt:  # the server got the Ctrl-C too
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-
-
-def _sweep_urls(uri: str, sweep: str, server: str) -> tuple[str, str | None]:
-    """The pages of the sweep's trial runs and of its parent run; StoreMissing naming the known sweeps."""
-    from sweeps.store import open_client, run_page_url, runs_page_url, sweep_experiment
-
-    client = open_client(uri)
-    exp = sweep_experiment(client, uri, sweep)
-    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
-                                 order_by=["attributes.start_time ASC"])
-    parent = run_page_url(server, exp.experiment_id, parents[0].info.run_id) if parents else None
-    return runs_page_url(server, exp.experiment_id, exp.tags), parent
-
-
-def _open_when_up(proc: subprocess.Popen, server: str, url: str, timeout: float = 300.0) -> None:
-    import time
-    import urllib.request
-    import webbrowser
-
-    end = time.time() + timeout
-    while proc.poll() is None and time.time() < end:
-        try:
-            with urllib.request.urlopen(f"{server}/health", timeout=5):
-                webbrowser.open(url)
-                return
-        except OSError:
-            time.sleep(0.5)
+    if port_taken(port):
+        err_console.print(f"error: port {port} on 127.0.0.1 is taken (another UI?); pass --port N",
+                          markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    raise typer.Exit(serve(uri, run_dir, port, pages, open_browser))
 
 
 @app.command("ls-objectives")

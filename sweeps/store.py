@@ -5,7 +5,8 @@
     client = open_client(uri)                      # drivers: opens (creates) a sqlite store under store_lock
     lease = DriverLease(client, parent_run_id, sweep); lease.acquire(); lease.heartbeat(); lease.release()
     print(mask_uri(uri))                           # user:password never printed
-    runs_page_url(server, experiment_id, tags)     # the MLflow UI page of a sweep's trials
+    curves_page_url(server, experiment_id, tags)   # the MLflow UI page of a sweep's curves, grouped by method
+    runs_page_url(server, experiment_id, tags)     # the MLflow UI page of a sweep's trials (table)
 
 URI forms: ``sqlite:////abs/mlflow.db`` (default: ``sqlite:///<run dir>/mlflow.db``), ``http(s)://host:port``
 (an ``mlflow server``), or a database URI (``postgresql+psycopg2://user:pw@host/db``: SQLAlchemy maps a bare
@@ -34,8 +35,8 @@ from urllib.parse import urlencode
 
 from filelock import FileLock
 
-from dashboards.collect import default_tracking_uri as default_uri  # noqa: F401 (re-exported)
-from dashboards.collect import mask_uri, resolve_tracking_uri, sqlite_path
+from dashboards.store_uri import default_tracking_uri as default_uri  # noqa: F401 (re-exported)
+from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
 LEASE_TAG = "driver.lease"
 LEASE_HEARTBEAT_S = 15.0
@@ -43,6 +44,8 @@ LEASE_STALE_S = 120.0  # a lease with no heartbeat for this long belongs to a de
 LEASE_SETTLE_S = 1.0  # between writing a lease and reading it back (two drivers writing at once; sqlite: 0.2 s)
 VIEW_ID = "sweep-trials"  # the experiment's saved view of the trial runs (sweeps/tracking.py writes it)
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"  # where the MLflow UI keeps a saved view (experiment tag)
+CURVES_VIEW_ID = "sweep-curves"  # the saved view of the curves, grouped by method (sweeps/ui_views.py)
+CURVES_VIEW_TAG = f"mlflow.sharedViewState.{CURVES_VIEW_ID}"
 TRIALS_FILTER = "tags.role = 'trial'"
 BY_RUN_NAME = "tags.`mlflow.runName`"  # the UI's sort key of the Run Name column
 
@@ -233,8 +236,21 @@ def _alive(pid: int) -> bool:
 def runs_page_url(server: str, experiment_id: str, tags: dict[str, str] | None = None) -> str:
     """The MLflow UI page of a sweep's trial runs: the saved trials view when the experiment has it
     (sweeps recorded before it was introduced: the same filter and sort, default columns)."""
-    query = {"viewStateShareKey": VIEW_ID} if VIEW_TAG in (tags or {}) else \
+    return _runs_page(server, experiment_id, VIEW_ID if VIEW_TAG in (tags or {}) else None)
+
+
+def curves_page_url(server: str, experiment_id: str, tags: dict[str, str] | None = None) -> str:
+    """The MLflow UI page of a sweep's curves: the saved curves view (grouped by method) in chart mode, which
+    is the URL's ``compareRunsMode`` (a saved view cannot set it); sweeps recorded before the view: the trial
+    runs' default charts."""
+    return _runs_page(server, experiment_id, CURVES_VIEW_ID if CURVES_VIEW_TAG in (tags or {}) else None,
+                      compareRunsMode="CHART")
+
+
+def _runs_page(server: str, experiment_id: str, view: str | None, **extra: str) -> str:
+    query = {"viewStateShareKey": view} if view else \
         {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": "true"}
+    query.update(extra)
     query["workflowType"] = "machine_learning"  # the "Model training" side of the UI (landing tab: runs)
     return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?{urlencode(query)}"
 

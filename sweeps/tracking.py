@@ -18,23 +18,25 @@ config (``config/trial.yaml``).
 
 Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
 
-Ready to compare in the MLflow UI (``sweep ui NAME``; MLflow 3.17's web app, read from its bundle):
-the experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training). The
-3.17 UI does not open on that tag alone: the experiment page's landing tab follows the app-wide
-"workflow type" (GenAI or Model training: the URL's ``workflowType`` parameter, else the browser's
-stored choice, GenAI by default), so the URLs from ``runs_page_url`` carry
-``workflowType=machine_learning``. Children are nested under the parent (collapsed) and the table
-shows no param/metric/tag column until chosen; so the experiment also carries a saved view
-("Views" menu; experiment tag ``mlflow.sharedViewState.sweep-trials``, opened by the URL's
-``viewStateShareKey``): trial runs only (``tags.role = 'trial'``) sorted by run name (the UI nests
-children only when sorted by creation time), with the columns method, seed and the key metrics.
-Both tags are (re)written whenever the sweep runs.
+Ready to compare in the MLflow UI (``sweep ui NAME``; MLflow 3.17's web app): the experiment is tagged
+``mlflow.experimentKind = custom_model_development`` (model training) and carries two saved views
+(experiment tags ``mlflow.sharedViewState.<id>``, sweeps/ui_views.py), (re)written whenever the sweep runs:
+
+- "Sweep curves" (``sweep-curves``; the main URL, ``store.curves_page_url``): chart mode, trial runs
+  grouped by ``method`` (a mean line and min-max band per method), smoothed, only the papers' curves
+  (entropy, response length, reward, ``val/avg/acc`` and ``val/<benchmark>/acc``, clip fractions);
+- "Sweep trials" (``sweep-trials``; ``store.runs_page_url``): the table of trial runs (``tags.role =
+  'trial'``, flat, by run name) with the columns method, seed and the key metrics.
+
+The URLs carry ``viewStateShareKey=<id>``, ``workflowType=machine_learning`` (else the landing tab follows
+the browser's GenAI/model-training choice) and, for the curves, ``compareRunsMode=CHART`` (a view cannot
+set the mode). MLflow has no default view per experiment: from its experiment list the page opens the
+table, and "Views > Sweep curves", then "Chart view", gives the curves.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -42,45 +44,14 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from contract.metrics import TRIAL_STEP
 from dashboards.recorded_spec import RESOLVED_SPEC
-from sweeps.store import BY_RUN_NAME, TRIALS_FILTER, VIEW_TAG, DriverLease, is_server
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
-from contract.metrics import EVAL_AVG, PROGRESS, TRIAL_STEP, VAL_AVG, eval_key, val_key
+from sweeps.store import DriverLease, is_server
+from sweeps.ui_views import KIND_TAG, MODEL_TRAINING, experiment_tags  # noqa: F401 (KIND_TAG...: re-exported)
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
-KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
-VIEW_NAME = "Sweep trials"
-
-
-def key_metrics(spec: SweepSpec) -> list[str]:
-    """The metric columns of the trials view: accuracy per benchmark and average, the checkpoint
-    evaluation's Avg@k (with an eval: section), reward, entropy, response length, last step."""
-    benchmarks = dict.fromkeys(b for t in spec.trials for b in t.config.data.benchmarks)
-    keys = [val_key(b) for b in benchmarks] + [VAL_AVG]
-    if spec.eval is not None:
-        keys += [eval_key(b, "avg_at_k") for b in spec.eval.benchmarks] + [EVAL_AVG]
-    return list(dict.fromkeys(keys + list(PROGRESS) + [TRIAL_STEP]))
-
-
-def trials_view_state(spec: SweepSpec) -> dict:
-    """The saved view's state, in the MLflow UI's format (search facets + runs-table UI state)."""
-    columns = [f"tags.`{t}`" for t in ("method", "seed")] + [f"metrics.`{k}`" for k in key_metrics(spec)]
-    return {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
-            "selectedColumns": columns, "columnOrder": columns,  # in this order (else: by type, then name)
-            "runsHiddenMode": "SHOW_ALL"}  # every trial in the charts (default: the first 10)
-
-
-def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> dict[str, str]:
-    """The experiment's tags for the UI: model-training kind and the trials view (its creation time kept)."""
-    now = int(time.time() * 1000)
-    try:
-        created = int(json.loads((existing or {})[VIEW_TAG])["createdAt"])
-    except (KeyError, TypeError, ValueError):
-        created = now
-    view = {"name": VIEW_NAME, "createdAt": created, "updatedAt": now,
-            "state": json.dumps(trials_view_state(spec), separators=(",", ":"))}
-    return {KIND_TAG: MODEL_TRAINING, VIEW_TAG: json.dumps(view, separators=(",", ":"))}
 
 
 def logged_params(trial: Trial) -> dict[str, object]:

@@ -1,13 +1,20 @@
-"""`sweep ui SWEEP`: the MLflow UI (3.17) opens on the sweep's trial runs, ready to compare.
+"""`sweep ui SWEEP`: the MLflow UI (3.17) opens on the sweep's curves, grouped by method, ready to compare.
 
 A real store written the way a sweep writes it (SweepTracker: experiment, parent run, child runs
 with their metrics; then the report, which sets the parent run's description), `sweep ui SWEEP`
 started as a subprocess, and its printed URLs loaded in headless Chromium:
 
-- the runs page lists every trial run (flat, not collapsed under the parent) with the columns
-  method, seed and the key metrics (the experiment's saved view "Sweep trials"), on the
-  "Model training" side of the UI (``workflowType=machine_learning``, not the GenAI overview);
+- the curves page (the main URL; the experiment's saved view "Sweep curves" in chart mode) shows,
+  without a click, one group per method with a mean line and a min-max band in charts of the papers'
+  metrics (entropy, reward, accuracy), and no trial run on its own;
+- the trials page lists every trial run (flat, not collapsed under the parent) with the columns
+  method, seed and the key metrics (the saved view "Sweep trials"), on the "Model training" side of
+  the UI (``workflowType=machine_learning``, not the GenAI overview);
 - the parent run's page shows its description: the paper table rendered from Markdown.
+
+The terminal side: the URLs come once /health answers, the server's own output (access log) goes to
+``<run dir>/logs/mlflow-ui.log``, nothing is written outside the run dir; an http store prints its pages
+and starts nothing (tests/sweeps/test_sweep_ui_terminal.py: a taken port, a server that dies).
 
 The browser is found as in tests/dashboards/test_dashboards_report.py (a missing one fails under
 CI=true, else skips the browser tests).
@@ -33,16 +40,29 @@ from mlflow.tracking import MlflowClient
 from sweep_testlib import subprocess_env, sweep_exe
 from typer.testing import CliRunner
 
+from contract.metrics import (
+    CLIP_FRACTIONS,
+    ENTROPY,
+    GRAD_NORM,
+    RESPONSE_LENGTH_MEAN,
+    REWARD_MEAN,
+    STEP_TIME,
+    TRIAL_STEP,
+    VAL_AVG,
+    val_key,
+)
 from dashboards.report import NOTE_TAG, ReportConfig, report_from_mlflow
 from sweeps.cli import app
 from sweeps.spec import load_spec
-from sweeps.store import VIEW_ID, VIEW_TAG
+from sweeps.store import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
 from sweeps.tracking import KIND_TAG, MODEL_TRAINING, SweepTracker
+from sweeps.ui_views import MAX_TAG_VALUE, view_state, view_tag
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SWEEP = "ui_compare"
 BENCHMARKS = ("easy", "medium", "hard")  # the default config's benchmarks
+CURVES, TRIALS, PARENT = f"curves of {SWEEP} (grouped by method)", f"trials of {SWEEP} (table)", "parent run (report)"
 
 
 def _report_tests():
@@ -90,13 +110,18 @@ def api(server: str, path: str, **query) -> dict:
         return json.loads(r.read())
 
 
-def page_dom(url: str, tmp: Path, must_contain: list[str], attempts: int = 3) -> str:
+def experiment_tags_of(ui) -> dict[str, str]:
+    experiment = api(ui["server"], "experiments/get", experiment_id=ui["experiment_id"])["experiment"]
+    return {t["key"]: t["value"] for t in experiment["tags"]}
+
+
+def page_dom(url: str, tmp: Path, must_contain: list[str], attempts: int = 3, budget_ms: int = 20000) -> str:
     """The DOM of `url` after headless Chromium ran the MLflow app; retried while something is missing
     (a slow machine may not have rendered the table within the virtual time budget)."""
     reports = _report_tests()
     browser = reports.require_browser()
     flags = [f for f in reports.FLAGS if not f.startswith("--virtual-time-budget")]
-    flags += ["--virtual-time-budget=20000", "--window-size=1920,1080"]  # wide: every column rendered
+    flags += [f"--virtual-time-budget={budget_ms}", "--window-size=1920,1080"]  # wide: every column rendered
     dom = ""
     for attempt in range(attempts):
         profile, home = tmp / f"profile-{attempt}", tmp / "chromium-home"
@@ -117,37 +142,64 @@ def page_text(dom: str) -> str:
     return re.sub(r"(\s*\|\s*)+", " | ", re.sub(r"<[^>]+>", " | ", dom))
 
 
+def answers(server: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{server}/health", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def printed_pages(text: str) -> dict[str, str]:
+    """label -> URL of the page lines printed so far (whole lines only)."""
+    text = text[:text.rfind("\n") + 1]
+    return dict(re.findall(r"^(curves of \S+ \(grouped by method\)|trials of \S+ \(table\)|parent run \(report\)): "
+                           r"(http\S+)$", text, flags=re.MULTILINE))
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    """`sweep ui SWEEP --port P --run-dir DIR` serving a recorded sweep: its printed URLs and the store's ids."""
+    """`sweep ui SWEEP --port P --run-dir DIR --open` serving a recorded sweep: its printed URLs and the store's ids.
+
+    Run in a folder of its own with an empty HOME and TMPDIR (nothing may be written outside the run dir);
+    while it starts, its output and /health are polled together (``seen``: (URLs printed, server answers))."""
     root = tmp_path_factory.mktemp("sweep_ui")
     run_dir = root / "runs"
     store = build_store(run_dir)
+    home, tmp = root / "home", root / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    browser = root / "bin" / "open-url"  # --open's web browser (Python's webbrowser runs $BROWSER URL)
+    browser.parent.mkdir()
+    browser.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {root / 'opened.url'}\n")
+    browser.chmod(0o755)
     port = free_port()
-    out = root / "ui.out"
-    with open(out, "w") as stdout, open(root / "ui.err", "w") as stderr:  # files: the server logs every request
-        proc = subprocess.Popen([sweep_exe(), "ui", SWEEP, "--port", str(port), "--run-dir", str(run_dir)],
-                                cwd=root, env=subprocess_env(), stdout=stdout, stderr=stderr,
+    out, err = root / "ui.out", root / "ui.err"
+    env = {**subprocess_env(), "HOME": str(home), "TMPDIR": str(tmp), "BROWSER": str(browser)}
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        proc = subprocess.Popen([sweep_exe(), "ui", SWEEP, "--port", str(port), "--run-dir", str(run_dir), "--open"],
+                                cwd=root, env=env, stdout=stdout, stderr=stderr,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     server = f"http://127.0.0.1:{port}"
     try:
-        deadline, lines = time.time() + 300, {}
+        deadline, pages, seen = time.time() + 300, {}, []
         while time.time() < deadline:
-            assert proc.poll() is None, f"sweep ui exited {proc.returncode}: {(root / 'ui.err').read_text()[-3000:]}"
-            text = out.read_text()
-            lines = dict(re.findall(r"^(runs of \S+|parent run \(report\)): (http\S+)$", text, flags=re.M))
-            if len(lines) == 2:
-                try:
-                    with urllib.request.urlopen(f"{server}/health", timeout=5):
-                        break
-                except OSError:
-                    pass
-            time.sleep(1)
+            assert proc.poll() is None, f"sweep ui exited {proc.returncode}: {err.read_text()[-3000:]}"
+            pages = printed_pages(out.read_text())  # first the output, then the server: URLs => it answers
+            seen.append((bool(pages), answers(server)))
+            if len(pages) == 3:
+                break
+            time.sleep(0.1)
         else:
-            pytest.fail(f"sweep ui: no URLs or no server within 300 s:\n{out.read_text()[-2000:]}\n"
-                        f"{(root / 'ui.err').read_text()[-3000:]}")
-        yield {**store, "server": server, "runs_url": lines[f"runs of {SWEEP}"],
-               "parent_url": lines["parent run (report)"], "out": out.read_text(), "tmp": root}
+            pytest.fail(f"sweep ui: no URLs within 300 s:\n{out.read_text()[-2000:]}\n{err.read_text()[-3000:]}")
+        yield {**store, "server": server, "pages": pages, "curves_url": pages[CURVES],
+               "runs_url": pages[TRIALS], "parent_url": pages[PARENT], "seen": seen, "root": root,
+               "run_dir": run_dir, "home": home, "tmpdir": tmp, "out": out.read_text(), "err": err.read_text(),
+               "tmp": tmp_path_factory.mktemp("sweep_ui_browser")}
     finally:
         stop_group(proc)
 
@@ -167,17 +219,43 @@ def stop_group(proc: subprocess.Popen, timeout: float = 120) -> None:
     proc.wait(timeout=30)
 
 
-def test_printed_urls_name_the_runs_view_and_the_parent_run(ui):
+def test_printed_urls_name_the_curves_view_the_trials_view_and_the_parent_run(ui):
     base = f"{ui['server']}/#/experiments/{ui['experiment_id']}/runs"
     assert f"MLflow UI for {ui['uri']} at {ui['server']}" in ui["out"]
+    assert list(ui["pages"]) == [CURVES, TRIALS, PARENT]  # the curves first: the main page
+    assert ui["curves_url"] == f"{base}?viewStateShareKey={CURVES_VIEW_ID}&compareRunsMode=CHART&workflowType=machine_learning"
     assert ui["runs_url"] == f"{base}?viewStateShareKey={VIEW_ID}&workflowType=machine_learning"
     assert ui["parent_url"] == f"{base}/{ui['parent_id']}?workflowType=machine_learning"
+    opened = ui["root"] / "opened.url"  # --open: the curves page, in the user's web browser
+    deadline = time.time() + 30
+    while not opened.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert opened.read_text() == ui["curves_url"]
+
+
+def test_urls_are_printed_once_the_server_answers(ui):
+    """Polled together while it started: never a URL while /health did not answer, and it did not at first."""
+    assert (True, False) not in ui["seen"], ui["seen"]
+    assert ui["seen"][0] == (False, False), ui["seen"][:5]
+    assert ui["err"].startswith(f"starting the MLflow UI for {ui['uri']} ..."), ui["err"]
+
+
+def test_the_servers_output_is_in_the_run_dirs_log_not_on_the_terminal(ui):
+    log = ui["run_dir"] / "logs" / "mlflow-ui.log"
+    text = log.read_text()
+    assert '"GET /health HTTP/1.1" 200' in text and "Uvicorn running on" in text, text[-3000:]
+    terminal = ui["out"] + ui["err"]
+    assert "GET /" not in terminal and "INFO" not in terminal and "Uvicorn" not in terminal, terminal
+    assert terminal.count("mlflow-ui.log") == 1 and f"(its output: {log})" in ui["err"]  # said once
+    # nothing written outside the run dir: its folder, HOME and TMPDIR hold what they held before
+    outside = {p for p in files_under(ui["root"]) if not p.startswith("runs")}
+    assert outside <= {"ui.out", "ui.err", "home", "tmp", "bin", "bin/open-url", "opened.url"}, outside
+    assert not files_under(ui["home"]) and not files_under(ui["tmpdir"])
 
 
 def test_experiment_carries_the_kind_and_the_trials_view(ui):
     """What the page relies on, through the server's REST API."""
-    tags = {t["key"]: t["value"] for t in api(ui["server"], "experiments/get", experiment_id=ui["experiment_id"])
-            ["experiment"]["tags"]}
+    tags = experiment_tags_of(ui)
     assert tags[KIND_TAG] == MODEL_TRAINING
     view = json.loads(tags[VIEW_TAG])
     state = json.loads(view["state"])
@@ -190,6 +268,69 @@ def test_experiment_carries_the_kind_and_the_trials_view(ui):
     note = {t["key"]: t["value"] for t in note}[NOTE_TAG]
     assert f"**Sweep `{SWEEP}`**" in note and "| Method |" in note and "seeds: 0, 1" in note
     assert re.search(rf"spec `\S*runs/{SWEEP}\.yaml`", note) and "4 trials (FINISHED 4)" in note
+
+
+def test_experiment_carries_the_curves_view(ui):
+    """The curves view's state, as the UI reads it: trial runs grouped by method, one mean line and
+    min-max band per method, smoothed, the papers' curves only, listed before the trials view."""
+    tags = experiment_tags_of(ui)
+    view, trials = json.loads(tags[CURVES_VIEW_TAG]), json.loads(tags[VIEW_TAG])
+    assert view["name"] == "Sweep curves" and view["createdAt"] > trials["createdAt"]  # newest first in "Views"
+    state = view_state(tags[CURVES_VIEW_TAG])
+    assert state["searchFilter"] == "tags.role = 'trial'"
+    assert state["groupBy"] == {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": "method"}]}
+    assert state["useGroupedValuesInCharts"] is True and state["runsHiddenMode"] == "SHOW_ALL"
+    assert state["groupsExpanded"] == {f"tag.method.{t.method}": False for t in ui["trials"].values()}
+    line = state["globalLineChartConfig"]
+    assert line["xAxisKey"] == "step" and 0 < line["lineSmoothness"] <= 100
+    keys = [ENTROPY, RESPONSE_LENGTH_MEAN, REWARD_MEAN, *CLIP_FRACTIONS, VAL_AVG, *(val_key(b) for b in BENCHMARKS)]
+    charts, sections = state["compareRunCharts"], {s["uuid"]: s["name"] for s in state["compareRunSections"]}
+    assert [c["metricKey"] for c in charts] == keys and all(c["selectedMetricKeys"] == [c["metricKey"]] for c in charts)
+    assert {c["type"] for c in charts} == {"LINE"} and all(c["useGlobalLineSmoothing"] for c in charts)
+    assert [sections[c["metricSectionId"]] for c in charts] == ["Training curves"] * 6 + ["Validation accuracy"] * 4
+    assert state["hideEmptyCharts"] is True and state["isAccordionReordered"] is True
+    shown = re.compile(state["chartsSearchFilter"], re.IGNORECASE)  # what the UI matches chart keys with (new RegExp(s, "i"))
+    assert all(shown.search(k) for k in keys)
+    assert not any(shown.search(k) for k in (TRIAL_STEP, GRAD_NORM, STEP_TIME, val_key("easy") + "_x"))
+
+
+def test_curves_page_shows_each_methods_curves_without_a_click(ui):
+    """The printed curves URL, loaded as is: chart mode, the view "Sweep curves", one group per method
+    in the run list and in every chart's legend, the papers' metrics as chart titles, a band per method;
+    no trial run of its own in a chart (nor in the list: the groups are collapsed)."""
+    methods = sorted({t.method for t in ui["trials"].values()})
+    legend = [f"{m} ({k})" for m in methods for k in (ENTROPY, REWARD_MEAN)]
+    # charts draw after the run list (the UI's timers use up 20 s of virtual time before a cold server's data)
+    dom = page_dom(ui["curves_url"], ui["tmp"] / "curves-page", [f"Group: {m}" for m in methods] + legend,
+                   budget_ms=60000)
+    text = page_text(dom)
+    assert "<title>Runs - " in dom and "| Sweep curves |" in text and "| Group by: method |" in text, text[:3000]
+    for m in methods:
+        assert f"| Group: {m} |" in text, f"no group {m}: {text[:3000]}"
+    for entry in legend:
+        assert f"| {entry} |" in text, f"no legend entry {entry!r}: {text[:4000]}"
+    for title in ("Training curves", "Validation accuracy", ENTROPY, REWARD_MEAN, VAL_AVG):
+        assert f"| {title} |" in text, f"no {title!r} on the page: {text[:4000]}"
+    for trial_id in ui["trials"]:
+        assert trial_id not in dom, f"trial run {trial_id} shown on its own"
+    assert f"| {TRIAL_STEP} |" not in text and "| trial |" not in text  # other metrics' charts: filtered out
+    assert dom.count('class="js-fill"') >= 2 * len(methods), "no min-max band per method"
+
+
+def test_a_view_past_mlflows_tag_limit_is_stored_deflated_and_opens(ui):
+    """A state too big for an experiment tag (e.g. very many benchmarks) is stored deflated, which the UI reads."""
+    tags = experiment_tags_of(ui)
+    state = view_state(tags[CURVES_VIEW_TAG])
+    state["groupsExpanded"].update({f"tag.method.unused{i}": False for i in range(2000)})  # past 20,000 characters
+    value = view_tag("Sweep curves (deflated)", state, 1, 1)
+    assert json.loads(value)["state"].startswith("deflate;") and len(value) <= MAX_TAG_VALUE < len(json.dumps(state))
+    assert view_state(value) == state
+    MlflowClient(ui["uri"]).set_experiment_tag(ui["experiment_id"], f"{CURVES_VIEW_TAG}-deflated", value)
+    url = ui["curves_url"].replace(f"={CURVES_VIEW_ID}&", f"={CURVES_VIEW_ID}-deflated&")
+    methods = sorted({t.method for t in ui["trials"].values()})
+    legend = [f"{m} ({ENTROPY})" for m in methods]
+    text = page_text(page_dom(url, ui["tmp"] / "deflated-page", legend, budget_ms=60000))
+    assert "| Sweep curves (deflated) |" in text and all(f"| {e} |" in text for e in legend), text[:3000]
 
 
 def test_runs_page_lists_the_trials_with_method_seed_and_metrics(ui):
@@ -223,9 +364,18 @@ def test_parent_run_page_shows_the_paper_table(ui):
 
 
 def test_unknown_sweep_exits_2_with_the_known_names(ui):
-    result = CliRunner().invoke(app, ["ui", "no_such_sweep", "--run-dir", str(ui["tmp"] / "runs")])
+    result = CliRunner().invoke(app, ["ui", "no_such_sweep", "--run-dir", str(ui["run_dir"])])
     assert result.exit_code == 2
     assert "no sweep 'no_such_sweep'" in result.output and f"known: {SWEEP}" in result.output
+
+
+def test_an_http_store_prints_its_pages_and_starts_nothing(ui, tmp_path):
+    """The server as the tracking store (an `mlflow server`): its own pages, the curves first; no server, no log."""
+    result = CliRunner().invoke(app, ["ui", SWEEP, "--tracking-uri", ui["server"], "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    assert f"MLflow UI of the tracking server {ui['server']}" in result.output
+    assert printed_pages(result.output) == ui["pages"]  # the same pages, on the same server
+    assert "starting the MLflow UI" not in result.output and not (tmp_path / "runs").exists()
 
 
 def test_a_rerun_tags_an_experiment_recorded_before(tmp_path):
@@ -238,3 +388,4 @@ def test_a_rerun_tags_an_experiment_recorded_before(tmp_path):
     SweepTracker(load_spec(spec_file, ["base.trainer.steps=2"]), uri, tmp_path)
     tags = MlflowClient(uri).get_experiment(exp_id).tags
     assert tags[KIND_TAG] == MODEL_TRAINING and json.loads(json.loads(tags[VIEW_TAG])["state"])["searchFilter"]
+    assert view_state(tags[CURVES_VIEW_TAG])["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "method"}]

@@ -1,0 +1,162 @@
+"""The saved views a sweep's experiment carries in the MLflow UI (3.17): what `sweep ui NAME` opens.
+
+    tags = experiment_tags(spec, existing_tags)    # written by SweepTracker whenever the sweep runs
+
+A saved view is an experiment tag ``mlflow.sharedViewState.<id>`` (sweeps/store.py: VIEW_TAG,
+CURVES_VIEW_TAG), listed in the runs page's "Views" menu (newest ``createdAt`` first) and opened by
+the URL's ``viewStateShareKey=<id>`` (store.py: runs_page_url, curves_page_url). Two per sweep:
+
+- "Sweep curves" (``sweep-curves``): the chart mode, trial runs grouped by their ``method`` tag, one
+  mean line and min-max band per method (``useGroupedValuesInCharts``), smoothed, and only the papers'
+  curves: entropy, response length, reward, validation accuracy (average and per benchmark), clip
+  fractions (a chart with no data is hidden: ``hideEmptyCharts``). Every other metric gets a chart of
+  its own from the UI, hidden by the charts search (``chartsSearchFilter``, a regular expression of the
+  keys above; clearing the search box shows them). In table mode: one row per method, its averages.
+- "Sweep trials" (``sweep-trials``): the table of trial runs with method, seed and the key metrics.
+
+Format, from MLflow 3.17.2's web-app bundle (mlflow/server/js/build/static/js; minified, located by
+these strings): the tag value is ``{"name", "createdAt", "updatedAt", "state"}`` with ``state`` a JSON
+string, or ``deflate;<base64 zlib>`` (chunk 3448, module 53787; main, module 58180); the page takes from it the search facets ``searchFilter, orderByKey,
+orderByAsc, ...`` (chunk 3793, module 57637) and the UI-state keys ``selectedColumns, columnOrder, ...,
+compareRunCharts, compareRunSections, isAccordionReordered, groupBy, groupsExpanded,
+useGroupedValuesInCharts, hideEmptyCharts, globalLineChartConfig, chartsSearchFilter`` (main bundle,
+module 1395). A view cannot choose table or chart mode: that is the URL's ``compareRunsMode=CHART``
+(chunk 2809, module 13627; default TABLE), and MLflow has no per-experiment default view, so the
+experiment's own page opens the table until "Views > Sweep curves" and "Chart view" are chosen (the
+"Views" menu opens ``runs?viewStateShareKey=<id>`` alone: table mode; chunk 5439).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+import zlib
+
+from contract.metrics import (
+    CLIP_FRACTIONS,
+    ENTROPY,
+    EVAL_AVG,
+    PROGRESS,
+    RESPONSE_LENGTH_MEAN,
+    REWARD_MEAN,
+    TRIAL_STEP,
+    VAL_AVG,
+    eval_key,
+    val_key,
+    val_metrics,
+)
+from sweeps.spec import SweepSpec
+from sweeps.store import BY_RUN_NAME, CURVES_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
+
+KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
+VIEW_NAME = "Sweep trials"
+CURVES_VIEW_NAME = "Sweep curves"
+GROUP_TAG = "method"  # the trial runs' tag the curves are grouped by
+LINE_SMOOTHNESS = 50  # the UI's slider, 0-100: an exponential moving average of weight 0.5
+TRAINING_SECTION, VALIDATION_SECTION = "Training curves", "Validation accuracy"
+MAX_TAG_VALUE = 20_000  # MLflow's limit on an experiment tag's value (mlflow/utils/validation.py)
+
+
+def benchmarks(spec: SweepSpec) -> list[str]:
+    return list(dict.fromkeys(b for t in spec.trials for b in t.config.data.benchmarks))
+
+
+def key_metrics(spec: SweepSpec) -> list[str]:
+    """The metric columns of the trials view: accuracy per benchmark and average, the checkpoint
+    evaluation's Avg@k (with an eval: section), reward, entropy, response length, last step."""
+    keys = val_metrics(benchmarks(spec))
+    if spec.eval is not None:
+        keys += [eval_key(b, "avg_at_k") for b in spec.eval.benchmarks] + [EVAL_AVG]
+    return list(dict.fromkeys(keys + list(PROGRESS) + [TRIAL_STEP]))
+
+
+def trials_view_state(spec: SweepSpec) -> dict:
+    """The trials view's state (search facets + runs-table UI state)."""
+    columns = [f"tags.`{t}`" for t in (GROUP_TAG, "seed")] + [f"metrics.`{k}`" for k in key_metrics(spec)]
+    return {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
+            "selectedColumns": columns, "columnOrder": columns,  # in this order (else: by type, then name)
+            "runsHiddenMode": "SHOW_ALL"}  # every trial in the charts (default: the first 10)
+
+
+def curve_sections(spec: SweepSpec) -> dict[str, list[str]]:
+    """The curves view's sections and their metric keys, in order: the papers' figures."""
+    return {TRAINING_SECTION: [ENTROPY, RESPONSE_LENGTH_MEAN, REWARD_MEAN, *CLIP_FRACTIONS],
+            VALIDATION_SECTION: [VAL_AVG, *(val_key(b) for b in benchmarks(spec))]}
+
+
+def _line_chart(key: str, section_uuid: str, n: int) -> dict:
+    """A line chart card as the UI serializes one (RunsChartsLineCardConfig: main bundle, module 63989)."""
+    return {"uuid": f"sweep-curves-chart-{n}", "type": "LINE", "runsCountToCompare": 10,
+            "metricSectionId": section_uuid, "deleted": False, "isGenerated": False,
+            "displayName": key, "metricKey": key, "selectedMetricKeys": [key],
+            "lineSmoothness": 0, "useGlobalLineSmoothing": True,  # the view's smoothing (globalLineChartConfig)
+            "xAxisKey": "step", "useGlobalXaxisKey": True, "selectedXAxisMetricKey": "",
+            "xAxisScaleType": "linear", "scaleType": "linear", "range": {},
+            "yAxisKey": "metric", "yAxisExpressions": [], "ignoreOutliers": False}
+
+
+def _js_regex_escape(text: str) -> str:
+    return re.sub(r"[.*+?^${}()|[\]\\]", lambda m: "\\" + m.group(0), text)
+
+
+def curves_view_state(spec: SweepSpec) -> dict:
+    """The curves view's state (search facets + charts UI state); the URL adds ``compareRunsMode=CHART``."""
+    sections, charts = [], []
+    for name, keys in curve_sections(spec).items():
+        uuid = f"sweep-curves-{len(sections)}"
+        sections.append({"uuid": uuid, "name": name, "display": True, "isReordered": False, "deleted": False,
+                         "isGenerated": False})
+        charts += [_line_chart(k, uuid, len(charts) + i) for i, k in enumerate(keys)]
+    shown = [c["metricKey"] for c in charts]
+    methods = dict.fromkeys(t.method for t in spec.trials)
+    columns = trials_view_state(spec)["selectedColumns"]  # its table mode: each method's averages
+    return {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
+            "selectedColumns": columns, "columnOrder": columns,
+            "runsHiddenMode": "SHOW_ALL",  # every method's group in the charts (default: the first 10 rows)
+            "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": GROUP_TAG}]},
+            "groupsExpanded": {f"tag.{GROUP_TAG}.{m}": False for m in methods},  # the run list: one row per method
+            "useGroupedValuesInCharts": True,  # a mean line and a min-max band per method, not a line per run
+            "hideEmptyCharts": True,  # e.g. a clip fraction the methods do not log
+            "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": LINE_SMOOTHNESS, "selectedXAxisMetricKey": ""},
+            "compareRunSections": sections, "compareRunCharts": charts,
+            "isAccordionReordered": True,  # keep these sections first (the UI appends one per other metric prefix)
+            "chartsSearchFilter": "^(" + "|".join(_js_regex_escape(k) for k in shown) + ")$"}
+
+
+def view_tag(name: str, state: dict, created: int, now: int) -> str:
+    """A saved view's tag value; its state deflated (the UI's ``deflate;<base64>``, chunk 3448 module 53787 via
+    main module 58180) when the plain one would pass MLflow's limit on an experiment tag (many benchmarks)."""
+    text = json.dumps(state, separators=(",", ":"))
+    plain = json.dumps({"name": name, "createdAt": created, "updatedAt": now, "state": text}, separators=(",", ":"))
+    if len(plain) <= MAX_TAG_VALUE:
+        return plain
+    text = "deflate;" + base64.b64encode(zlib.compress(text.encode(), 9)).decode()
+    return json.dumps({"name": name, "createdAt": created, "updatedAt": now, "state": text}, separators=(",", ":"))
+
+
+def view_state(tag_value: str) -> dict:
+    """The state of a saved view's tag value (plain or deflated)."""
+    text = json.loads(tag_value)["state"]
+    if text.startswith("deflate;"):
+        text = zlib.decompress(base64.b64decode(text[len("deflate;"):])).decode()
+    return json.loads(text)
+
+
+def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> dict[str, str]:
+    """The experiment's tags for the UI: model-training kind and both views (their creation times kept; the
+    curves view newer, so listed first)."""
+    now = int(time.time() * 1000)
+
+    def created(tag: str, default: int) -> int:
+        try:
+            return int(json.loads((existing or {})[tag])["createdAt"])
+        except (KeyError, TypeError, ValueError):
+            return default
+
+    trials_created = created(VIEW_TAG, now)
+    curves_created = created(CURVES_VIEW_TAG, max(now, trials_created + 1))
+    return {KIND_TAG: MODEL_TRAINING,
+            VIEW_TAG: view_tag(VIEW_NAME, trials_view_state(spec), trials_created, now),
+            CURVES_VIEW_TAG: view_tag(CURVES_VIEW_NAME, curves_view_state(spec), curves_created, now)}
