@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -26,7 +26,10 @@ from rich.text import Text
 
 from dashboards.cli import report_cmd, table_cmd
 from sweeps.eval_cmd import eval_cmd
-from sweeps.spec import SPEC_KEYS, SpecError, SweepSpec, load_spec
+from sweeps.spec_errors import SpecError
+
+if TYPE_CHECKING:
+    from sweeps.spec import SweepSpec
 
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
                   no_args_is_help=True)  # --install-completion / --show-completion for bash, zsh, fish
@@ -43,11 +46,13 @@ VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "ba
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
 TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")]
-Address = Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster by its GCS address, from a node of it: HEAD_HOST:6379 or auto (ray:// is refused: see the README).")]
+Address = Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster by its GCS address, from a node of it: HEAD_HOST:6379 or auto (ray:// is refused: see docs/clusters.md).")]
 OutageLimit = Annotated[float, typer.Option("--tracking-outage-limit", help="Seconds the tracking store may stay unreachable (trials go on, steps are journaled) before the sweep stops as interrupted (exit 75).")]
 
 
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
+    from sweeps.spec import SPEC_KEYS, load_spec  # the trial configs and objectives: torch
+
     spec_overrides, base_overrides = [], []
     for o in overrides:  # Hydra's forms: key=value, +key=value, ++key=value, ~key[=value]
         op = "++" if o.startswith("++") else o[:1] if o.startswith(("+", "~")) else ""
