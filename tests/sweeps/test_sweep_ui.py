@@ -56,6 +56,7 @@ from sweeps.cli import app
 from sweeps.spec import load_spec
 from sweeps.store import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
 from sweeps.tracking import KIND_TAG, MODEL_TRAINING, SweepTracker
+from sweeps.ui_server import answers
 from sweeps.ui_views import MAX_TAG_VALUE, view_state, view_tag
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -140,14 +141,6 @@ def page_text(dom: str) -> str:
     """The page's visible text, cells separated by ' | '."""
     dom = re.sub(r"<(script|style)\b.*?</\1>", "", dom, flags=re.S)
     return re.sub(r"(\s*\|\s*)+", " | ", re.sub(r"<[^>]+>", " | ", dom))
-
-
-def answers(server: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{server}/health", timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 def printed_pages(text: str) -> dict[str, str]:
