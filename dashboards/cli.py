@@ -20,6 +20,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from dashboards.cli_options import RunDir, TrackingUri
 from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
 
@@ -66,8 +67,8 @@ def _split(s: Optional[str]) -> Optional[list[str]]:
 
 def report_cmd(
     sweep_name: Annotated[Optional[str], typer.Argument(help="Sweep (= MLflow experiment) name.")] = None,
-    tracking_uri: Annotated[Optional[str], typer.Option(help="MLflow URI (default: $MLFLOW_TRACKING_URI, else the run dir's mlflow.db, sqlite).")] = None,
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of `sweep run` (its store and report folder).")] = Path("runs"),
+    tracking_uri: TrackingUri = None,
+    run_dir: RunDir = Path("runs"),
     parent_run_id: Annotated[Optional[str], typer.Option(help="Select the sweep by its parent run instead of by name.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory (default: the run dir's SWEEP_NAME/report for the run dir's store, else reports/SWEEP_NAME).")] = None,
     spec: Annotated[Optional[Path], typer.Option(help="Sweep YAML whose `report:` section configures the report (default: the section recorded with the sweep).")] = None,

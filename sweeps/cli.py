@@ -26,6 +26,7 @@ from rich.text import Text
 
 from dashboards.cli import report_cmd, table_cmd
 from sweeps.eval_cmd import eval_cmd
+from dashboards.cli_options import RunDir, TrackingUri
 from sweeps.spec_errors import SpecError
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ SMOKE_RESPONSES = 16  # responses per smoke step (4 prompts x 4): updates_per_ro
 VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "base.verl.micro_batch_size_per_gpu=null",
                         "base.verl.log_prob_micro_batch_size_per_gpu=null", "base.trainer.max_new_tokens=64"]
 
-RunDir = Annotated[Path, typer.Option("--run-dir", help="Run directory: MLflow store, Ray temp dir, results, reports.")]
-TrackingUri = Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI (e.g. http://127.0.0.1:5000); default $MLFLOW_TRACKING_URI, else sqlite:///<run-dir>/mlflow.db.")]
 Address = Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster by its GCS address, from a node of it: HEAD_HOST:6379 or auto (ray:// is refused: see docs/clusters.md).")]
 OutageLimit = Annotated[float, typer.Option("--tracking-outage-limit", help="Seconds the tracking store may stay unreachable (trials go on, steps are journaled) before the sweep stops as interrupted (exit 75).")]
 

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from contract.metrics import EVAL_AVG, eval_key
+from dashboards.cli_options import RunDir, TrackingUri
 from evaluators.eval_config import EvalConfig, EvalConfigError
 
 console = Console()
@@ -123,8 +124,8 @@ def eval_cmd(
     base: Annotated[Optional[bool], typer.Option("--base/--no-base", help="Also evaluate each trial's base model (logged at step 0: the table's base row).")] = None,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="The sweep of a trial id found in several sweeps.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="First 4 problems, 1 sample, 64 new tokens: a quick end-to-end check.")] = False,
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Run directory of the sweep (MLflow store, checkpoints).")] = Path("runs"),
-    tracking_uri: Annotated[Optional[str], typer.Option("--tracking-uri", help="MLflow URI; default $MLFLOW_TRACKING_URI, else the run dir's mlflow.db (sqlite).")] = None,
+    run_dir: RunDir = Path("runs"),
+    tracking_uri: TrackingUri = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars (e.g. in CI logs).")] = False,
     unmarked: Annotated[Optional[str], typer.Option("--unmarked", help="A response with no answer marker: auto (default: field for the papers' benchmarks and your files, no_credit for the synthetic tasks), field (math-verify's verdict) or no_credit (as training rewards).")] = None,
     verifier_report: Annotated[bool, typer.Option("--verifier-report", help="Also write verifier_report.md beside the results: every response where verify_answer and plain math-verify disagree, with both answers.")] = False,
