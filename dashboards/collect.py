@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from contract.suggest import did_you_mean
-from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
+from dashboards.store_uri import mask_uri, sqlite_path
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
               "stopped_by")

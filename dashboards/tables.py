@@ -31,7 +31,6 @@ Emphasis, computed per model block and per column (benchmarks, AVG, Delta Avg), 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd

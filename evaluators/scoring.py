@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 from evaluators.metrics import summarize as summarize_votes
 from evaluators.tasks import Problem
 from evaluators.verifier import extract_final_answer, verify_answer
-from contract.metrics import EVAL_METRICS as METRICS  # per-benchmark names: eval/<benchmark>/<name>
+from contract.metrics import EVAL_METRICS as METRICS  # noqa: F401 (re-exported: per-benchmark names eval/<benchmark>/<name>)
 
 
 @dataclass

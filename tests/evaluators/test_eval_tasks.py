@@ -1,6 +1,5 @@
 """Tests for evaluators.tasks: determinism, grading, train/test separation, vocabulary, loader."""
 
-import json
 import re
 
 import pytest

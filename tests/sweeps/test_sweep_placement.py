@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from sweep_testlib import REPO
 from sweeps.placement import VERL_CPU_LOGICAL_CPUS, plan
 from sweeps.ray_cluster import Capacity
 from sweeps.spec import SpecError, load_spec

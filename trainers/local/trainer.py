@@ -105,7 +105,6 @@ class LocalTrainer:
 
     def __init__(self, cfg: TrialConfig, log=print):
         self.cfg, self.log = cfg, log
-        t = cfg.trainer
         torch.set_num_threads(cfg.local.threads)
         torch.manual_seed(cfg.seed)
         self.train_problems, self.benchmarks = load_data(cfg)

@@ -27,7 +27,7 @@ import re
 import sys
 from typing import Any
 
-from contract.metrics import ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, REWARD, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
+from contract.metrics import ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, REWARD, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
 
 _VAL_CORE = re.compile(r"^val-core/(?P<source>.+)/(?P<metric>acc|reward|score)/mean@(?P<n>\d+)$")
 _PASS = (ACTOR, RESPONSE_LENGTH, PERF)
