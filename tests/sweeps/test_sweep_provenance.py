@@ -42,13 +42,17 @@ def test_cluster_tag_summarises_the_resources():
     assert yaml.safe_load(tag["provenance.ray_cluster"]) == {"nodes": 2, "CPU": 16.0, "GPU": 2.0, "memory_gb": 64.0}
 
 
-def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
-    spec_file = tmp_path / "prov.yaml"
-    spec_file.write_text("name: prov\nseeds: [0, 1]\nvariants: [{algorithm: grpo}, {algorithm: gspo}]\n")
-    spec = load_spec(spec_file, ["base.trainer.steps=7"])
+def tracked(tmp_path: Path, name: str, body: str, steps: int):
+    """(spec, tracker, client): a spec `name` with `body`, opened by the driver's tracker on a new sqlite store."""
+    spec_file = tmp_path / f"{name}.yaml"
+    spec_file.write_text(f"name: {name}\n{body}")
+    spec = load_spec(spec_file, [f"base.trainer.steps={steps}"])
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = SweepTracker(spec, uri, tmp_path)
-    client = MlflowClient(uri)
+    return spec, SweepTracker(spec, uri, tmp_path), MlflowClient(uri)
+
+
+def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
+    spec, tracker, client = tracked(tmp_path, "prov", "seeds: [0, 1]\nvariants: [{algorithm: grpo}, {algorithm: gspo}]\n", 7)
     tags = client.get_run(tracker.parent_id).data.tags
     assert tags["provenance.git_commit"] == git("rev-parse", "HEAD").strip()
     assert tags["provenance.transformers"] == metadata.version("transformers")
@@ -65,12 +69,9 @@ def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
 
 
 def test_trial_params_are_its_backend_and_the_objectives_effective_values(tmp_path):
-    spec_file = tmp_path / "params.yaml"
-    spec_file.write_text("name: params\nseeds: [0]\nvariants: [{algorithm: dhpo, mixing: entropy, eps_high_seq: 0.3}]\n")
-    spec = load_spec(spec_file, ["base.trainer.steps=3"])
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = SweepTracker(spec, uri, tmp_path)
-    params = MlflowClient(uri).get_run(tracker.start_trial(spec.trials[0])).data.params
+    spec, tracker, client = tracked(tmp_path, "params",
+                                    "seeds: [0]\nvariants: [{algorithm: dhpo, mixing: entropy, eps_high_seq: 0.3}]\n", 3)
+    params = client.get_run(tracker.start_trial(spec.trials[0])).data.params
     assert params["backend"] == "local" and not [k for k in params if k.startswith("verl.")]
     assert params["local.device"] == str(spec.trials[0].config.local.device)
     # DHPO App. D defaults the spec left unset, next to the value it set
