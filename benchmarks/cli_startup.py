@@ -6,8 +6,10 @@
 Times whole processes (interpreter start, imports, the answer) from this virtualenv's entry points:
 `sweep --help`, `sweep run --help`, `sweep ls-objectives`, `sweep status NAME` and `sweep ui NAME`
 on a run dir without a store (both answer "no store" with exit 2), `sweep run missing.yaml` (a bad
-spec name) and the peers `optuna --help` and `mlflow --help`. Prints each command's median and its
-ratio to `optuna --help`. Nothing is written outside ./.cli_startup/ (removed at the end).
+spec name), `sweep run bad_param.yaml` (a spec with an unknown objective parameter, written into the
+scratch dir: exit 2 after parsing it), `sweep run dhpo_vs_baselines.yaml --dry-run` (a shipped spec
+validated and listed) and the peers `optuna --help` and `mlflow --help`. Prints each command's median
+and its ratio to `optuna --help`. Nothing is written outside ./.cli_startup/ (removed at the end).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = 2 if args.smoke else args.runs
     work = Path.cwd() / ".cli_startup"
     work.mkdir(exist_ok=True)
+    (work / "bad_param.yaml").write_text("name: bad\nvariants:\n  - {algorithm: grpo, eps_lo: 0.2}\n")
     sweep = str(BIN / "sweep")
     commands = {
         "optuna --help (peer)": [str(BIN / "optuna"), "--help"],
@@ -51,6 +54,8 @@ def main(argv: list[str] | None = None) -> None:
         "sweep --help": [sweep, "--help"],
         "sweep run --help": [sweep, "run", "--help"],
         "sweep run missing.yaml": [sweep, "run", "missing.yaml"],
+        "sweep run bad_param.yaml": [sweep, "run", "bad_param.yaml"],
+        "sweep run SHIPPED --dry-run": [sweep, "run", "dhpo_vs_baselines.yaml", "--dry-run"],
         "sweep status NAME (no store)": [sweep, "status", "nothing_here"],
         "sweep ui NAME (no store)": [sweep, "ui", "nothing_here"],
         "sweep ls-objectives": [sweep, "ls-objectives"],

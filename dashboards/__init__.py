@@ -6,7 +6,7 @@
 
 Modules: collect (MLflow/CSV -> frames), tables (+ table_model, render: md/latex/html/csv,
 significance), curves (means, bands, smoothing; plotly), static_figures (matplotlib PNG/PDF/SVG),
-report (HTML + artifacts, ReportConfig), terminal_table, recorded_spec, cli (typer commands),
+report (HTML + artifacts; report_config: ReportConfig, no pandas), terminal_table, recorded_spec, cli (typer commands),
 synthetic (test/bench stores).
 """
 

@@ -42,8 +42,8 @@ from contract.metrics import (CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_L
                               MIX_WEIGHT, MIXED_RATIO_MEAN, PG_LOSS, PPO_KL, RATIO_MEAN, RESPONSE_LENGTH_MAX,
                               RESPONSE_LENGTH_MEAN, REWARD_ANSWER_MEAN, REWARD_FORMAT_MEAN, REWARD_MEAN,
                               SEQ_RATIO_MEAN, STEP_TIME, TOKENS_PER_S, VAL, VAL_AVG, VAL_TEMPLATE, val_key)
+from dashboards.report_config import BANDS  # the bands a spec's report.band may name
 
-BANDS = ("minmax", "std", "seeds", "none")
 CLIP_KEYS = CLIP_FRACTIONS
 X_LABEL = "training step"
 TITLES = {ENTROPY: "Entropy", RESPONSE_LENGTH_MEAN: "Mean response length", RESPONSE_LENGTH_MAX: "Max response length",

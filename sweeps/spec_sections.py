@@ -91,7 +91,7 @@ def check_report(report: Any, src: str) -> dict:
     if not isinstance(report, dict):
         raise SpecError(f"{src}: report: expected a mapping, got {report!r}")
     try:
-        from dashboards.report import ReportConfig
+        from dashboards.report_config import ReportConfig  # no pandas or plotly: the report itself is not drawn
 
         ReportConfig.from_dict(report)
     except ImportError:

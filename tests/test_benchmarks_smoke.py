@@ -42,8 +42,10 @@ def test_cli_startup_smoke_prints_every_command_beside_its_peers():
     out = _run("benchmarks/cli_startup.py", "--smoke", timeout=240)
     rows = {line.split("  ")[0]: line.split() for line in out.splitlines()[2:] if line.strip()}
     assert {"optuna --help (peer)", "mlflow --help (peer)", "sweep --help", "sweep status NAME (no store)",
-            "sweep ui NAME (no store)", "sweep run missing.yaml", "sweep ls-objectives"} <= set(rows)
+            "sweep ui NAME (no store)", "sweep run missing.yaml", "sweep run bad_param.yaml",
+            "sweep run SHIPPED --dry-run", "sweep ls-objectives"} <= set(rows)
     # exit codes: the help and listings answer, the bad names are errors (2), as a user would see them
     assert rows["sweep --help"][-1] == "0" and rows["sweep ls-objectives"][-1] == "0"
     assert rows["sweep status NAME (no store)"][-1] == "2" and rows["sweep run missing.yaml"][-1] == "2"
+    assert rows["sweep run bad_param.yaml"][-1] == "2" and rows["sweep run SHIPPED --dry-run"][-1] == "0"
     assert not (REPO / ".cli_startup").exists()

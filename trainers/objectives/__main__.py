@@ -5,8 +5,6 @@
 
 import sys
 
-import torch
-
 from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
 
 
@@ -16,6 +14,8 @@ def main(argv: list[str]) -> None:
         for param, (default, doc) in spec.param_docs().items():
             print(f"    {param:16s} = {default!r:22s} {doc}")
     if "--smoke" in argv:
+        import torch  # only here: the listing itself needs no torch
+
         g = torch.Generator().manual_seed(0)
         old = -torch.rand(4, 16, generator=g) * 3
         for name in OBJECTIVES:

@@ -11,6 +11,10 @@ Every objective module (grpo.py, gspo.py, ...) is a pure function
 
 Notation follows the papers: r_{i,t} token ratio (DHPO eq. 2), s_i length-normalised
 sequence ratio (DHPO eq. 4), A_i group-normalised advantage (DHPO eq. 1).
+
+torch is imported inside the functions that compute (here and in every family module), never at
+module level: validating a sweep spec or ``sweep ls-objectives`` reads the params dataclasses and
+the registry without paying for torch's import (tests/sweeps/test_spec_light_imports.py).
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import CLIP_FRACTION, PPO_KL, RATIO_MAX, RATIO_MEAN, RATIO_MIN
+
+if TYPE_CHECKING:  # annotations only: see the module docstring
+    import torch
 
 AGG_MODES = ("seq-mean-token-mean", "token-mean")
 # Log-ratios are clamped to +-20 before exp (as verl does): exp(20) ~ 5e8 is finite in
@@ -64,6 +70,7 @@ class Prepared:
     @functools.cached_property
     def log_probs(self) -> torch.Tensor:
         """log pi_theta with zeros on padding; built on first use (grpo/gmpo/sapo/sspo never need it)."""
+        import torch
         return torch.where(self.valid, self.raw_log_probs, 0.0)
 
     @property
@@ -90,6 +97,7 @@ def _float(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def prepare(batch: PolicyBatch) -> Prepared:
     """Validate shapes and dtypes, upcast, and zero padded positions."""
+    import torch
     lp = batch.log_probs
     if lp.dim() != 2:
         raise ValueError(f"log_probs: expected shape [B, T], got {tuple(lp.shape)}")
@@ -164,6 +172,7 @@ def ratio_metrics(p: Prepared, log_ratio: torch.Tensor, ratio: torch.Tensor | No
     Pass ``ratio`` (= log_ratio.exp()) when the loss already has it. No host sync: an empty
     batch reports ratio 1.
     """
+    import torch
     any_valid = p.lengths.sum() > 0
     one = log_ratio.new_ones(())
     # log r is exactly 0 on padding (prepare zeroes it), so plain sums are masked sums
@@ -187,6 +196,7 @@ def ratio_metrics(p: Prepared, log_ratio: torch.Tensor, ratio: torch.Tensor | No
 
 def to_floats(metrics: dict[str, torch.Tensor]) -> dict[str, float]:
     """Turn scalar tensors into floats with one device sync."""
+    import torch
     names = list(metrics)
     values = torch.stack([metrics[n].detach().to(torch.float64).reshape(()) for n in names]).tolist()
     return dict(zip(names, values))

@@ -12,13 +12,15 @@ surrogate objective value (it contains log pi), only its gradient matters.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW
 from trainers.objectives.base import (
     PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
+
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class CISPOParams:
 
 
 def cispo_loss(batch: PolicyBatch, params: CISPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     low, high = 1.0 - params.eps_low, 1.0 + params.eps_high
     with torch.no_grad():  # sg[clip(r)]: the gradient flows only through log pi below

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, MIXED_RATIO_MEAN, MIX_WEIGHT
 from trainers.objectives.base import (
@@ -35,12 +34,15 @@ from trainers.objectives.base import (
 )
 from trainers.objectives.gspo import token_sequence_ratio
 
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
+
 MIXINGS = ("averaged", "entropy")
 CLIP_MODES = ("branch", "unified")
 ENTROPY_NORMS = ("batch", "sequence")
 
 # (h_min, h_max) -> (h_min, h_max) over a larger set of tokens, e.g. all data-parallel ranks
-RangeReduce = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+RangeReduce = Callable[["torch.Tensor", "torch.Tensor"], tuple["torch.Tensor", "torch.Tensor"]]
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ def mixing_weight(p: Prepared, params: DHPOParams, entropy_range_reduce: RangeRe
     paper names no scope; min-max over one update's batch needs micro-batch = mini-batch / dp
     (no gradient accumulation). 'sequence' is invariant to any split and is never reduced.
     """
+    import torch
     if params.mixing == "averaged":
         return torch.full_like(p.mask, 0.5)
     if p.entropy is None:
@@ -111,6 +114,7 @@ def dhpo_loss(
     batch: PolicyBatch, params: DHPOParams, *, entropy_range_reduce: RangeReduce | None = None
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The DHPO loss (-J of eq. 7); ``entropy_range_reduce``: see mixing_weight (None = local)."""
+    import torch
     p = prepare(batch)
     log_ratio = p.log_ratio
     r = log_ratio.exp()  # token ratio, eq. 2

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_HIGH, CLIP_FRACTION_LOW, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
     PolicyBatch, aggregate_sequences, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
+
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class GMPOParams:
 
 
 def gmpo_loss(batch: PolicyBatch, params: GMPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     log_ratio = p.log_ratio
     lo, hi = params.log_bounds()

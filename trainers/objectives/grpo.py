@@ -11,13 +11,15 @@ dual-clip bound (clip_ratio_c) for negative advantages: the papers' GRPO has non
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from trainers.objectives.base import (
     PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare, ratio_metrics,
     sign_aware_clip_fractions, to_floats,
 )
+
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class GRPOParams:
 
 
 def grpo_loss(batch: PolicyBatch, params: GRPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     log_ratio = p.log_ratio
     ratio = log_ratio.exp()  # r_{i,t}, eq. 2

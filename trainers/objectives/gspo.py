@@ -14,14 +14,16 @@ response are averaged, which gives exactly the gradient of eq. 6.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
     LOG_RATIO_LIMIT, PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare,
     ratio_metrics, sign_aware_clip_fractions, to_floats,
 )
+
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class GSPOParams:
 
 def token_sequence_ratio(p) -> torch.Tensor:
     """s_{i,t} of eq. 5 in log space: sg[log s_i] + log pi - sg[log pi]; shared with DHPO."""
+    import torch
     with torch.no_grad():
         log_seq_ratio = p.seq_mean(p.raw_log_ratio)  # log s_i, eq. 4
     log_s_token = log_seq_ratio[:, None] + p.log_probs - p.log_probs.detach()
@@ -48,6 +51,7 @@ def token_sequence_ratio(p) -> torch.Tensor:
 
 
 def gspo_loss(batch: PolicyBatch, params: GSPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     s_token = token_sequence_ratio(p)
     low, high = 1.0 - params.eps_low, 1.0 + params.eps_high

@@ -18,9 +18,7 @@ import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from trainers.objectives.base import PolicyBatch
 from contract.suggest import did_you_mean
@@ -32,7 +30,10 @@ from trainers.objectives.gspo import GSPOParams, gspo_loss
 from trainers.objectives.sapo import SAPOParams, sapo_loss
 from trainers.objectives.sspo import SSPOParams, sspo_loss
 
-LossFn = Callable[[PolicyBatch, Any], tuple[torch.Tensor, dict[str, float]]]
+if TYPE_CHECKING:  # the losses import torch when they run (base.py): the registry loads without it
+    import torch
+
+LossFn = Callable[[PolicyBatch, Any], tuple["torch.Tensor", dict[str, float]]]
 
 CLIPFRAC_LEVELS = ("token", "seq")
 """Values of ObjectiveSpec.clipfrac_level besides None: the X of the logged actor/clipfrac_X."""

@@ -13,13 +13,15 @@ gradient is the vanilla policy gradient. The gradient weight f_Soft'(r) r = 4 g 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import GATE_WEIGHT
 from trainers.objectives.base import (
     PolicyBatch, aggregate_tokens, check_agg, check_positive, prepare, ratio_metrics, to_floats,
 )
+
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class SAPOParams:
 
 
 def sapo_loss(batch: PolicyBatch, params: SAPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     log_ratio = p.log_ratio
     ratio = log_ratio.exp()

@@ -21,8 +21,7 @@ it is 1 / (1 + (log r / tau)^2) (eq. 16).
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from contract.metrics import GATE_WEIGHT, SEQ_RATIO_MEAN
 from trainers.objectives.base import (
@@ -30,11 +29,15 @@ from trainers.objectives.base import (
     ratio_metrics, to_floats,
 )
 
+if TYPE_CHECKING:  # the functions that compute import torch themselves (see base.py)
+    import torch
+
 GATES = ("atanlog", "siglog", "expatan", "expsig", "gumbel")
 
 
 def log_gate(gate: str, u: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """log f(r) as a function of u = log r for each gate of SSPO eq. 18-22."""
+    import torch
     if gate == "atanlog":
         return tau * torch.atan(u / tau)
     if gate == "siglog":
@@ -51,6 +54,7 @@ def log_gate(gate: str, u: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
 
 def local_weight(gate: str, u: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """w(r) = f'(r) r / f(r) = d log f / d u in closed form (SSPO eq. 14; eq. 16 for atanlog)."""
+    import torch
     if gate == "atanlog":
         return 1.0 / (1.0 + (u / tau) ** 2)
     if gate == "siglog":
@@ -86,6 +90,7 @@ class SSPOParams:
 
 
 def sspo_loss(batch: PolicyBatch, params: SSPOParams) -> tuple[torch.Tensor, dict[str, float]]:
+    import torch
     p = prepare(batch)
     u = p.log_ratio  # log r_{i,t}
     positive = (p.adv_seq > 0)[:, None]
