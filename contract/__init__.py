@@ -3,6 +3,7 @@
     from contract.metrics import ENTROPY, val_key      # metric names and key templates
     from contract.errors import ConfigError, require   # the error of bad input, and its one check
     from contract.suggest import did_you_mean          # the "did you mean" hint of unknown keys
+    from contract.run_layout import RunLayout          # where everything lives under a run directory
 
 Pure Python (no torch, pandas, Ray or MLflow): any package imports it cheaply, and it imports no
 package of the platform. The floors above it, low to high: policy, evaluators, trainers,

@@ -20,6 +20,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from contract.run_layout import RunLayout
 from dashboards.cli_options import RunDir, TrackingUri
 from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
@@ -132,8 +133,8 @@ def report_cmd(
         data = collect(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
         cfg = _report_config(data, spec_section, overrides, top, spec)
         db = sqlite_path(uri)  # default: where `sweep run` writes it for the run dir's store, else ./reports/
-        in_run_dir = db is not None and db == (run_dir / "mlflow.db").resolve() and sweep_name
-        out = out or (run_dir.resolve() / data.sweep / "report" if in_run_dir
+        in_run_dir = db is not None and db == RunLayout(run_dir).store.resolve() and sweep_name
+        out = out or (RunLayout(run_dir.resolve()).sweep(data.sweep).report if in_run_dir
                       else Path.cwd() / "reports" / (sweep_name or parent_run_id))
         if log and data.parent_run_id is None:
             typer.echo(f"note: sweep {data.sweep!r} has no parent run (tag role=parent); report not logged to MLflow",
@@ -251,20 +252,22 @@ def table_cmd(
 
 
 def smoke(keep: bool = False) -> Path:
-    """Synthetic store in ./.dashboards-smoke-*/ -> collect -> report (logged to the parent run)."""
+    """Synthetic store in a throwaway run directory ./.dashboards-smoke-*/ -> collect -> report (logged to the
+    parent run; written to <that dir>/smoke/report/)."""
     from dashboards.report import ReportConfig, report_from_mlflow
     from dashboards.synthetic import fill_store
 
     t0 = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix=".dashboards-smoke-", dir=Path.cwd()))
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    run = RunLayout(root)
+    uri = f"sqlite:///{run.store}"
     try:
-        fill_store(uri, "smoke", artifact_root=str(root / "artifacts"), seeds=(0, 1), steps=20,
+        fill_store(uri, "smoke", artifact_root=str(run.artifacts), seeds=(0, 1), steps=20,
                    eval_every=5, configs_per_method=1)
         cfg = ReportConfig.from_dict({"table": {"base": "Base", "delta_avg": True, "std": True,
                                                 "baselines": ["GRPO", "GSPO", "GMPO", "CISPO", "SAPO"]},
                                       "ema_alpha": 0.3})
-        paths = report_from_mlflow("smoke", tracking_uri=uri, out_dir=root / "report", config=cfg)
+        paths = report_from_mlflow("smoke", tracking_uri=uri, out_dir=run.sweep("smoke").report, config=cfg)
         typer.echo(paths["md"].read_text())
         size = paths["html"].stat().st_size / 1e6
         typer.echo(f"smoke ok in {time.perf_counter() - t0:.1f}s: {paths['html']} ({size:.1f} MB)"

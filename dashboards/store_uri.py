@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from contract.env import MLFLOW_TRACKING_URI
+from contract.run_layout import RunLayout
 
 
 def sqlite_path(uri: str | None) -> Path | None:
@@ -50,4 +51,4 @@ def resolve_tracking_uri(tracking_uri: str | None, run_dir: Path | str = "runs")
 
 def default_tracking_uri(run_dir: Path | str) -> str:
     """A run directory's own sqlite store, ``sqlite:///<run_dir>/mlflow.db`` (absolute)."""
-    return f"sqlite:///{(Path(run_dir) / 'mlflow.db').resolve()}"
+    return f"sqlite:///{RunLayout(Path(run_dir)).store.resolve()}"

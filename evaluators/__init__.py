@@ -11,8 +11,8 @@
     evaluators.verify_worker  that child process (JSON lines over pipes)
     evaluators.rewards        answer reward (= verify_answer) + SSPO format reward
     evaluators.metrics        Avg@k, unbiased pass@k, maj@k, summarize
-    evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K (reading)
-    evaluators.verl_parquet   the verl RL parquet writer (problems / any schema -> verl's RLHFDataset format)
+    evaluators.loaders        benchmark files: verl RL parquet, plain JSONL/JSON/parquet, GSM8K (reading;
+                              the writer of verl's parquet is the verl backend's, trainers/verl_backend/parquet.py)
     evaluators.benchmarks     the registry: aime24 ... gsm8k (files) + easy/medium/hard (synthetic)
     evaluators.generation     HF (policy/: lean forward) and vLLM generation behind one interface
     evaluators.scoring        generate + verify + summarize one benchmark (the one evaluation path)

@@ -1,5 +1,5 @@
 """Problems from local benchmark files of any common schema: the reading side (the verl RL parquet
-writer is evaluators.verl_parquet).
+writer is the verl backend's, trainers/verl_backend/parquet.py).
 
     problems = load_problems("data/benchmarks/math500.jsonl")          # list[Problem]
     is_verl_parquet("data/train.parquet")                               # prompt + reward_model columns?
@@ -12,7 +12,7 @@ Schemas (``load_problems``)
     plain columns) is read row by row as the plain schema, of which GSM8K and the synthetic-task
     JSONL are special cases. ``SCHEMAS`` lists them (one line each; error messages quote it).
 
-    verl RL parquet (``.parquet``; what evaluators.verl_parquet.write_verl_parquet writes)
+    verl RL parquet (``.parquet``; what trainers/verl_backend/parquet.py's write_verl_parquet writes)
         prompt         chat list of {"role", "content"} (pandas reads a numpy array of dicts; a
                        plain string is accepted too). Problem.prompt = the last user message's
                        content, Problem.messages = every (role, content) pair.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: set up ./.venv if needed, then run the whole pytest suite.
-#   bash scripts/test.sh [pytest args]
+# The test command: set up ./.venv if needed, then run the whole pytest suite on two workers
+# (pytest-xdist; a file is one unit of work, the slow files run in two lanes: tests/conftest.py).
+#   bash scripts/test.sh [pytest args]      # e.g. -m "not slow" (the fast tier), or a test file
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n 2 "$@"

@@ -40,17 +40,13 @@ SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.tr
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
                    "base.trainer.group_size=4", "seeds=[0]"]
 SMOKE_RESPONSES = 16  # responses per smoke step (4 prompts x 4): updates_per_rollout must divide it
-# --smoke of a verl spec also shrinks each trial to one node x one GPU (logical on the CPU platform),
-# micro-batches to the whole per-GPU mini-batch, and responses to 64 tokens
-VERL_SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "base.verl.micro_batch_size_per_gpu=null",
-                        "base.verl.log_prob_micro_batch_size_per_gpu=null", "base.trainer.max_new_tokens=64"]
 
 Address = Annotated[Optional[str], typer.Option("--address", help="Join an existing Ray cluster by its GCS address, from a node of it: HEAD_HOST:6379 or auto (ray:// is refused: see docs/clusters.md).")]
 OutageLimit = Annotated[float, typer.Option("--tracking-outage-limit", help="Seconds the tracking store may stay unreachable (trials go on, steps are journaled) before the sweep stops as interrupted (exit 75).")]
 
 
 def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
-    from sweeps.spec import SPEC_KEYS, load_spec  # the trial configs and objectives: torch
+    from sweeps.spec import SPEC_KEYS, load_spec  # Hydra and the trial configs (no torch: test_spec_light_imports.py)
 
     spec_overrides, base_overrides = [], []
     for o in overrides:  # Hydra's forms: key=value, +key=value, ++key=value, ~key[=value]
@@ -62,11 +58,13 @@ def _load(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
             base_overrides.append(f"{op}base.{o[len(op):]}")
     all_overrides = (SMOKE_OVERRIDES if smoke else []) + spec_overrides + base_overrides
     try:
-        if smoke:  # a verl spec gets more: what its trials look like decides
+        if smoke:  # its backends may add more (verl: one node x one GPU): what its trials look like decides
+            from trainers.backends import smoke_overrides
+
             full = load_spec(spec, spec_overrides + base_overrides)
-            if any(t.config.backend == "verl" for t in full.trials):
-                gpus = ["resources.gpus=1"] if full.resources.gpus else []
-                all_overrides = SMOKE_OVERRIDES + VERL_SMOKE_OVERRIDES + gpus + spec_overrides + base_overrides
+            extra = smoke_overrides([t.config for t in full.trials], full.resources)
+            if extra:
+                all_overrides = SMOKE_OVERRIDES + extra + spec_overrides + base_overrides
             if any(SMOKE_RESPONSES % t.config.trainer.updates_per_rollout for t in full.trials):
                 # a stale-policy spec (objective_dynamics: 32 updates per rollout): as stale as 16 responses allow
                 all_overrides = all_overrides[:len(SMOKE_OVERRIDES)] + [

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from contract.metrics import EVAL_AVG, eval_key
+from contract.run_layout import RunLayout
 from dashboards.cli_options import RunDir, TrackingUri
 from evaluators.eval_config import EvalConfig, EvalConfigError
 
@@ -173,10 +174,10 @@ def eval_cmd(
             if trial_config is None:
                 err_console.print(f"skipped the base of {t.label}: its trial config is unknown", markup=False)
                 continue
-            bases.append((base_target(trial_config, run_dir / resolved.sweep / "base_eval", t.run_id, say),
+            bases.append((base_target(trial_config, RunLayout(run_dir).sweep(resolved.sweep).base_eval, t.run_id, say),
                           evaluate_base))
         jobs = bases + jobs
-    lock = SweepLock(run_dir / ".locks" / f"{resolved.sweep}.lock", resolved.sweep) if resolved.sweep \
+    lock = SweepLock(RunLayout(run_dir).sweep(resolved.sweep).lock, resolved.sweep) if resolved.sweep \
         else contextlib.nullcontext()
     try:
         with lock:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from contract.errors import InputError
 from contract.metrics import EVAL_PROTOCOL_TAG, eval_artifacts
+from contract.run_layout import STEP_FILE, TRIAL_FILE, RunLayout
 from evaluators.eval_config import EvalConfig
 from trial_eval.eval_run import EvalTarget
 
@@ -57,30 +58,27 @@ def _safe(name: str) -> str:
 
 def checkpoint_target(path: Path, run_dir: Path) -> EvalTarget:
     from trial_eval.checkpoints import checkpoint_kind
-    from sweeps.trial import STEP_FILE
 
     path = Path(path).resolve()
     checkpoint_kind(path)  # raises CheckpointNotUsable with what was expected
     step_file = path / STEP_FILE
     step = int(step_file.read_text().strip()) if step_file.is_file() else 0
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
-    base = run_dir / EVAL_EXPERIMENT / f"{_safe(path.name)}-{digest}"
-    return EvalTarget(path.name, path, step, base / f"step_{step}")
+    return EvalTarget(path.name, path, step, RunLayout(run_dir).checkpoint_eval_dir(f"{_safe(path.name)}-{digest}", step))
 
 
 def trial_target(client, run, run_dir: Path, sweep: str) -> EvalTarget | str:
     """The newest checkpoint of a trial run, or the reason there is none."""
-    from trial_eval.checkpoints import TRIAL_FILE
-    from sweeps.trial import STEP_FILE, checkpoint_candidates
+    from sweeps.trial import checkpoint_candidates
 
     trial_id = run.data.tags["trial_id"]
-    found = checkpoint_candidates(run_dir / sweep / "ray_results", trial_id, max_step=10**12, keep=1)
+    layout = RunLayout(run_dir).sweep(sweep)
+    found = checkpoint_candidates(layout.ray_results, trial_id, max_step=10**12, keep=1)
     if not found:
-        return f"{trial_id}: no checkpoint under {run_dir / sweep / 'ray_results'}"
+        return f"{trial_id}: no checkpoint under {layout.ray_results}"
     step = int((found[0] / STEP_FILE).read_text().strip())
     config = None if (found[0] / TRIAL_FILE).is_file() else _logged_config(client, run, run_dir)
-    base = run_dir / sweep / "trials" / trial_id / "eval"
-    return EvalTarget(trial_id, found[0], step, base / f"step_{step}", config, run.info.run_id)
+    return EvalTarget(trial_id, found[0], step, layout.trial_eval_dir(trial_id, step), config, run.info.run_id)
 
 
 def _logged_config(client, run, run_dir: Path):
@@ -92,7 +90,7 @@ def _logged_config(client, run, run_dir: Path):
     from trainers.config import TrialConfig
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    out = run_dir / EVAL_EXPERIMENT / ".downloads" / run.info.run_id
+    out = RunLayout(run_dir).eval_download(run.info.run_id)
     out.mkdir(parents=True, exist_ok=True)
     try:
         text = Path(client.download_artifacts(run.info.run_id, "config/trial.yaml", str(out))).read_text()

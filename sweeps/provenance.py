@@ -6,7 +6,7 @@
 Tags (all strings, MLflow-safe names): ``provenance.git_commit`` (the platform's checkout, or
 "unknown" outside git), ``provenance.git_dirty`` ("true" when tracked files differ from the commit;
 the diff is then logged as the artifact ``provenance/git_diff.patch``), ``provenance.<package>`` for
-torch, ray, mlflow, transformers, verl, vllm ("not installed" when absent), ``provenance.python``,
+torch, ray, mlflow, transformers, the trainer backends' packages (verl), vllm ("not installed" when absent), ``provenance.python``,
 ``provenance.host`` and, once Ray is up, ``provenance.ray_cluster`` (nodes, CPUs, GPUs). The report
 footer shows them (dashboards/report.py).
 """
@@ -20,7 +20,9 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("torch", "ray", "mlflow", "transformers", "verl", "vllm")
+from trainers.backends import packages
+
+PACKAGES = ("torch", "ray", "mlflow", "transformers", *packages(), "vllm")
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = "provenance."
 

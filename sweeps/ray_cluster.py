@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.env import RAY_AUTH_MODE, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH
+from contract.run_layout import RunLayout
 from sweeps.spec_errors import SpecError
 
 
@@ -115,11 +116,11 @@ def prepare_environment(run_dir: Path) -> None:
     # and Tune reads them all back at the end); Tune's "could not fetch metrics" warning is silenced below.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
-    os.environ.setdefault("HF_HOME", str((run_dir / ".cache" / "huggingface").resolve()))
+    os.environ.setdefault("HF_HOME", str(RunLayout(run_dir).cache("huggingface").resolve()))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("MPLCONFIGDIR", str((run_dir / ".cache" / "matplotlib").resolve()))
+    os.environ.setdefault("MPLCONFIGDIR", str(RunLayout(run_dir).cache("matplotlib").resolve()))
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def _visible_gpus() -> int:
 
 def check_resources(spec, capacity: Capacity, slot: dict[str, float] | None = None) -> None:
     """Refuse a spec whose trials' Tune slots (default: ``resources``) can never be scheduled (Tune
-    would wait for them forever). verl trials' own GPUs are checked by sweeps/placement.py."""
+    would wait for them forever). GPUs a backend places itself (verl) are checked by sweeps/placement.py."""
     r = spec.resources
     cpus, gpus = (slot["cpu"], slot["gpu"]) if slot else (r.cpus, r.gpus)
     for key, ask, node_has in (("cpus", cpus, capacity.node_cpus), ("gpus", gpus, capacity.node_gpus)):
@@ -179,7 +180,7 @@ MAX_RAY_TEMP_CHARS = 107 - len("/session_2026-01-01_00-00-00_000000_9999999/sock
 
 def local_temp_dir(run_dir: Path, temp_dir: Path | None) -> Path:
     """The local Ray temp dir (default ``<run dir>/.ray``), refused up front when too long for Ray."""
-    temp = (temp_dir or run_dir / ".ray").resolve()
+    temp = (temp_dir or RunLayout(run_dir).ray_temp).resolve()
     if len(str(temp)) > MAX_RAY_TEMP_CHARS:
         flag = "--ray-temp-dir" if temp_dir else "--ray-temp-dir (the default is <run dir>/.ray)"
         raise SpecError(f"Ray temp dir {temp} is {len(str(temp))} characters; Ray's Unix sockets under it allow at "
@@ -195,12 +196,12 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     if ray.is_initialized():
         return
     if address:
-        # Workers of a cluster this driver did not start do not inherit its environment: the verl
-        # switches set where `sweep run` runs (ZOO_VERL_RECORD_PARAMS, VERL_*) reach the trial
-        # workers through the job's runtime_env (and verl's workers through launch.py's).
-        from trainers.verl_backend.launch import inherited_env
+        # Workers of a cluster this driver did not start do not inherit its environment: the backends'
+        # switches set where `sweep run` runs (verl: ZOO_VERL_RECORD_PARAMS, VERL_*) reach the trial
+        # workers through the job's runtime_env (their `worker_env` hooks, trainers/backends.py).
+        from trainers.backends import worker_env
 
-        env_vars = inherited_env()
+        env_vars = worker_env()
         ray.init(address=address, log_to_driver=False, **({"runtime_env": {"env_vars": env_vars}} if env_vars else {}))
         return
     temp = local_temp_dir(run_dir, temp_dir)
@@ -208,7 +209,7 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     os.environ["RAY_TMPDIR"] = str(temp)  # Ray's address file, instead of /tmp/ray
     enable_local_token_auth()
     warn_if_metrics_exporters()
-    capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs for verl's CPU platform (sweeps/placement.py)
+    capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs of a backend's CPU platform (sweeps/placement.py)
     ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus), _temp_dir=str(temp),
              include_dashboard=False, log_to_driver=False, configure_logging=False)
 

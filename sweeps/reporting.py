@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from contract.run_layout import RunLayout
 from dashboards.report import ReportConfig, report_from_mlflow
 from dashboards.terminal_table import print_table
 from sweeps.runner import SweepResult
@@ -17,7 +18,7 @@ from sweeps.spec import SweepSpec
 
 
 def write_sweep_report(spec: SweepSpec, result: SweepResult, run_dir: Path, console: Console) -> dict[str, Path]:
-    out_dir = run_dir.resolve() / spec.name / "report"
+    out_dir = RunLayout(run_dir.resolve()).sweep(spec.name).report
     paths = report_from_mlflow(spec.name, tracking_uri=result.tracking_uri, out_dir=out_dir,
                                config=ReportConfig.from_dict(spec.report), parent_run_id=result.parent_run_id)
     if "csv" in paths or "md" in paths:

@@ -34,6 +34,7 @@ from pathlib import Path
 from mlflow.entities import RunTag
 
 from contract.metrics import VAL, last_key
+from contract.run_layout import RAY_ATTEMPT_FORMAT, RunLayout
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.placement import Placement, plan
@@ -45,7 +46,7 @@ from sweeps.store import default_uri, mask_uri, quiet_mlflow_environment, resolv
 from sweeps.sweep_lock import SweepLock
 from sweeps.trial import checkpoint_candidates, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.tracking import SweepTracker
-from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
+from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter
 
 INTERRUPTED_DRAIN_S = 15.0  # an interrupted driver writes what it holds for this long; the rest stays journaled
 
@@ -102,7 +103,7 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         placement = plan(spec, capacity, local=True)
         check_resources(spec, capacity, placement.tune_resources)
         local_temp_dir(run_dir, options.ray_temp_dir)
-    with SweepLock(run_dir / ".locks" / f"{spec.name}.lock", spec.name):
+    with SweepLock(RunLayout(run_dir).sweep(spec.name).lock, spec.name):
         if options.address:
             init_ray(address=options.address, run_dir=run_dir, temp_dir=None, num_cpus=None)
             capacity = cluster_capacity(options.address)
@@ -116,16 +117,15 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     from ray import tune
 
     tracking_uri = resolve_uri(options.tracking_uri, run_dir)
-    sweep_dir = run_dir / spec.name
-    results_dir = sweep_dir / "ray_results"
-    scratch = sweep_dir / "scratch"
+    layout = RunLayout(run_dir).sweep(spec.name)
+    results_dir, scratch = layout.ray_results, layout.scratch
     state = DriverState(scratch=scratch, slot=dict(placement.tune_resources),
                         by_id={} if spec.search else {t.trial_id: t for t in spec.trials})
-    journal = Journal(journal_path(sweep_dir, tracking_uri))
+    journal = Journal(layout.journal(tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
                                   trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))
     opener = None
-    if tracking_uri == default_uri(run_dir) and not (run_dir / "mlflow.db").exists():
+    if tracking_uri == default_uri(run_dir) and not layout.run.store.exists():
         # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
         # CPU) in a thread while Ray starts (the driver mostly waits for its daemons) and Tune starts the
         # trial workers; the tracking writer waits for the tracker if need be.
@@ -184,7 +184,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
                                                 trial_dirname_creator=_dirname, trial_name_creator=_dirname,
                                                 **search_kwargs),
                     run_config=tune.RunConfig(
-                        name=time.strftime("attempt-%Y%m%d-%H%M%S"), storage_path=str(results_dir),
+                        name=time.strftime(RAY_ATTEMPT_FORMAT), storage_path=str(results_dir),
                         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
                         checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
                         callbacks=[MlflowLogger(state)], verbose=0),

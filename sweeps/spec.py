@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeps.placement import check_verl_gpus, resolve_verl_device
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
 from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
@@ -56,8 +55,8 @@ from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.stop_rules import StopRuleError, parse_stop_rules
 from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
 from sweeps.trial_ids import cap_id, config_id, id_part
-from trainers.backends import preflight
-from trainers.config import ConfigError, TrialConfig
+from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources
+from trainers.config import ConfigError, TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
 
 __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
@@ -65,8 +64,8 @@ __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compo
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
              "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval", "stop")
-TRIAL_SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "seed", "backend", "local", "verl")
-SECTIONS = ("model", "data", "trainer", "reward", "algorithm", "local", "verl")  # mappings of the trial config
+TRIAL_SECTIONS = tuple(trial_schema())  # model, data, ..., seed, backend and each backend's own section
+SECTIONS = tuple(k for k, v in trial_schema().items() if v is not None)  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_SEED = 2**32 - 1
 MAX_LABEL = 60
@@ -219,13 +218,7 @@ def method_label(cfg: TrialConfig) -> str:
 def _absolute_paths(data: dict, base: Path) -> None:
     """Paths are resolved against the directory `sweep run` was started in (workers may chdir).
     A value of the wrong type is left alone for TrialConfig to name."""
-    local = data.setdefault("local", {})
-    ws = local.setdefault("warm_start", {}) if isinstance(local, dict) else None
-    if isinstance(ws, dict) and isinstance(ws.get("cache_dir", ""), str):
-        ws["cache_dir"] = str((base / ws.get("cache_dir", ".cache/base_models")).resolve())
-    v = data.setdefault("verl", {}) if data.get("backend") == "verl" else None
-    if isinstance(v, dict) and isinstance(v.get("cache_dir", ""), str):
-        v["cache_dir"] = str((base / v.get("cache_dir", ".cache/verl")).resolve())
+    absolute_paths(data, base)  # the backends' sections: their `paths` hooks (trainers/backends.py)
     d = data.get("data")
     if isinstance(d, dict) and d.get("train_file") and isinstance(d["train_file"], str):
         d["train_file"] = str((base / d["train_file"]).resolve())
@@ -344,12 +337,12 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                     _set_dotted(data, key, value, where)
                 data["seed"] = seed
                 _absolute_paths(data, cwd or Path.cwd())
-                resolve_verl_device(data, resources)
+                resolve_resources(data, resources)  # e.g. verl.device: auto -> cpu or cuda
                 try:
                     cfg = TrialConfig.from_dict(data, source=where)
+                    check_resources(cfg, resources, where)
                 except ConfigError as err:
                     raise SpecError(str(err)) from None
-                check_verl_gpus(cfg, resources, where)
                 trial_id = f"{cid}.s{seed}"
                 if trial_id in seen:
                     raise SpecError(f"{where}: duplicate trial id {trial_id!r} (also from {seen[trial_id]}); "

@@ -12,4 +12,4 @@ class SpecError(InputError):
 
 
 def unknown_key(where: str, key: str, allowed) -> SpecError:
-    return SpecError(f"{where}: unknown key '{key}'{did_you_mean(key, allowed)}; expected one of {sorted(allowed)}")
+    return SpecError(f"{where}: unknown key '{key}'{did_you_mean(key, allowed)}; expected one of {sorted(set(allowed))}")

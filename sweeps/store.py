@@ -35,6 +35,7 @@ from urllib.parse import urlencode
 
 from filelock import FileLock
 
+from contract.run_layout import RunLayout
 from dashboards.store_uri import default_tracking_uri as default_uri  # noqa: F401 (re-exported)
 from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
@@ -86,14 +87,15 @@ def quiet_mlflow_environment() -> None:
 
 def store_lock(tracking_uri: str):
     """Held while a process opens (and, if new, creates) a sqlite store: a file lock in the store's folder
-    (``.locks/mlflow-store.lock``; for the default store that is the run directory). MLflow's schema
-    migration races when two processes create one file at once. Other stores need none."""
+    (``RunLayout(folder).store_lock``, ``.locks/mlflow-store.lock``; for the default store the folder is the
+    run directory). MLflow's schema migration races when two processes create one file at once. Other stores
+    need none."""
     path = sqlite_path(tracking_uri)
     if path is None:
         return contextlib.nullcontext()
-    folder = path.resolve().parent
-    (folder / ".locks").mkdir(parents=True, exist_ok=True)
-    return FileLock(str(folder / ".locks" / "mlflow-store.lock"))
+    layout = RunLayout(path.resolve().parent)
+    layout.locks.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(layout.store_lock))
 
 
 def open_client(tracking_uri: str):

@@ -1,6 +1,6 @@
 """One sweep, one writer: an exclusive lock per (run directory, sweep name).
 
-    with SweepLock(run_dir / ".locks" / f"{spec.name}.lock", spec.name):
+    with SweepLock(RunLayout(run_dir).sweep(spec.name).lock, spec.name):   # <run dir>/.locks/<sweep>.lock
         ...   # the only driver writing this sweep's MLflow runs
 
 The lock is an OS file lock (``filelock``: ``flock`` on Unix), so the kernel releases it when its

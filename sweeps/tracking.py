@@ -45,6 +45,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from contract.metrics import TRIAL_STEP
+from contract.run_layout import RunLayout
 from dashboards.recorded_spec import RESOLVED_SPEC
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
 from sweeps.store import DriverLease, is_server
@@ -85,7 +86,7 @@ class SweepTracker:
         exp = self.client.get_experiment_by_name(spec.name)
         if exp is None:
             # a database store (sqlite, PostgreSQL): artifacts in the run dir; a server keeps its own
-            artifacts = None if is_server(tracking_uri) else (run_dir / "mlartifacts").resolve().as_uri()
+            artifacts = None if is_server(tracking_uri) else RunLayout(run_dir).artifacts.resolve().as_uri()
             self.experiment_id = self.client.create_experiment(spec.name, artifact_location=artifacts,
                                                                tags=experiment_tags(spec))
         else:

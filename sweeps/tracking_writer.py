@@ -24,7 +24,6 @@ interruption, the journal keeps everything, the same command resumes. A non-tran
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from contract.run_layout import SweepLayout
 from sweeps.interrupts import RESUME_HINT
 from sweeps.store import LEASE_HEARTBEAT_S, is_transient, where
 
@@ -49,9 +49,9 @@ class TrackingOutage(KeyboardInterrupt):
 
 
 def journal_path(sweep_dir: Path, tracking_uri: str) -> Path:
-    """One journal per store: a run directory used with two stores never replays one's steps into the other."""
-    digest = hashlib.sha1(tracking_uri.encode()).hexdigest()[:12]
-    return sweep_dir / "tracking" / f"journal-{digest}.jsonl"
+    """One journal per store: a run directory used with two stores never replays one's steps into the other
+    (contract/run_layout.py ``SweepLayout.journal``)."""
+    return SweepLayout.of_dir(sweep_dir).journal(tracking_uri)
 
 
 class Journal:

@@ -16,8 +16,9 @@ With an ``eval`` protocol in the payload (the spec's ``eval:`` section), a trial
 last step evaluates its final checkpoint (trial_eval/eval_run.py: results under
 ``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done), with ``base: true`` also its
 base policy (once per base for the sweep, under ``<sweep dir>/base_eval/``, logged at step 0), and
-sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A verl trial with the vllm eval
-backend runs it as a Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
+sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A trial whose
+backend places its own GPUs (verl: trainers/backends.py ``slot_holds_gpus``) runs the vllm eval backend as a
+Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
 
 Three ways a trial ends that are not a crash:
 * A stop rule of the spec fires (sweeps/stop_rules.py): the step is sent carrying ``stopped_by`` (the
@@ -44,11 +45,9 @@ import time
 from pathlib import Path
 
 from contract.metrics import VAL, last_key
-from trial_eval.checkpoints import TRIAL_FILE
+from contract.run_layout import ATTEMPT_PREFIX, STEP_FILE, TRIAL_FILE, SweepLayout
 from sweeps.spec import Trial, search_trial
 from sweeps.stop_rules import StopMonitor, StopRule, TrialStopped
-
-STEP_FILE = "STEP"  # written into every checkpoint directory: the step it holds (and TRIAL_FILE: its config)
 
 
 def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_interval_s: float = 1.0,
@@ -65,22 +64,23 @@ def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_i
 
 def trial_storage_dir(scratch_dir: Path | str, trial_id: str) -> Path:
     """A trial's durable directory, ``<sweep dir>/trials/<trial id>``: the same for every attempt."""
-    return Path(scratch_dir).parent / "trials" / trial_id
+    return SweepLayout.of_scratch(scratch_dir).trial_dir(trial_id)
 
 
 def stall_marker(scratch_dir: Path | str, trial_id: str) -> Path:
     """Where a stalled trial's watchdog leaves the reason for the driver."""
-    return Path(scratch_dir) / f"{trial_id}.stalled"
+    return SweepLayout.of_scratch(scratch_dir).stall_marker(trial_id)
 
 
 def startup_note_path(scratch_dir: Path | str, trial_id: str) -> Path:
     """Where a trial leaves its latest line before its first step (e.g. the base policy's warm start)
     for the driver's terminal (sweeps/driver_log.py)."""
-    return Path(scratch_dir) / f"{trial_id}.note"
+    return SweepLayout.of_scratch(scratch_dir).note(trial_id)
 
 
 def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep: int = 3) -> list[Path]:
-    """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first.
+    """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first;
+    ``results_dir`` is a sweep's ``ray_results`` (contract/run_layout.py, else a ValueError).
 
     ``max_step`` is the last step recorded in MLflow: a killed driver may have lost the metrics of
     the steps after it, so the trial resumes early enough to replay them (already-logged steps are
@@ -88,7 +88,7 @@ def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep:
     newest one that turns out unreadable (truncated, corrupt).
     """
     found = []
-    for step_file in results_dir.glob(f"*/{trial_id}/checkpoint_*/{STEP_FILE}"):
+    for step_file in SweepLayout.of_ray_results(results_dir).step_files(trial_id):
         try:
             step = int(step_file.read_text().strip())
         except (OSError, ValueError):
@@ -181,21 +181,23 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
     """Evaluate the final checkpoint (and with ``base: true`` the base policy, shared by the sweep's
     trials) with the payload's protocol; the evaluations the driver logs."""
     from evaluators.eval_config import EvalConfig
+    from trainers.backends import slot_holds_gpus
     from trial_eval.eval_run import EvalTarget, base_target
 
     protocol = EvalConfig.from_dict(payload["eval"])
-    storage = trial_storage_dir(payload["scratch_dir"], payload["trial_id"])
+    layout = SweepLayout.of_scratch(payload["scratch_dir"])
 
     def log(line: str) -> None:
         beat()
         print(f"[{payload['trial_id']}] {line}", file=sys.stderr, flush=True)
 
-    targets = [(EvalTarget(payload["trial_id"], Path(checkpoint), step, storage / "eval" / f"step_{step}", cfg), False)]
+    eval_dir = layout.trial_eval_dir(payload["trial_id"], step)
+    targets = [(EvalTarget(payload["trial_id"], Path(checkpoint), step, eval_dir, cfg), False)]
     if protocol.base:
-        targets.insert(0, (base_target(cfg, storage.parent.parent / "base_eval", log=log), True))
+        targets.insert(0, (base_target(cfg, layout.base_eval, log=log), True))
     done = []
     for target, shared in targets:
-        if cfg.backend == "verl" and protocol.backend == "vllm":  # the trial's slot holds no GPU
+        if protocol.backend == "vllm" and not slot_holds_gpus(cfg.backend):  # the slot holds no GPU (verl)
             import ray
 
             task = ray.remote(num_cpus=1, num_gpus=protocol.tensor_parallel_size)(_evaluate_in_task)
@@ -222,7 +224,7 @@ def run_trial(config: dict) -> None:
 
     payload = config["trial"]
     cfg = trial_from_tune_config(config).config
-    scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=payload["scratch_dir"]))
+    scratch = Path(tempfile.mkdtemp(prefix=ATTEMPT_PREFIX, dir=payload["scratch_dir"]))
     # Newest first: Tune's checkpoint of this run (a retry after a crash), then earlier runs' ones.
     resume = [Path(p) for p in payload.get("resume_from") or [] if Path(p).is_dir()]
     checkpoint = tune.get_checkpoint()

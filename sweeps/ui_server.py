@@ -24,6 +24,7 @@ from pathlib import Path
 
 import typer
 
+from contract.run_layout import RunLayout
 from sweeps.store import (
     curves_page_url,
     mask_uri,
@@ -33,7 +34,6 @@ from sweeps.store import (
     sweep_experiment,
 )
 
-LOG_FILE = Path("logs") / "mlflow-ui.log"  # under the run directory
 PROGRESS_EVERY_S = 30.0  # a "still starting" line this often while the server does not answer
 TAIL_LINES = 12  # of the log, shown when the server exits before it answers
 
@@ -83,10 +83,10 @@ def answers(server: str) -> bool:
 def serve(uri: str, run_dir: Path, port: int, pages: dict[str, str], open_browser: bool) -> int:
     """Run the UI until it stops (Ctrl-C, SIGTERM); the command's exit code."""
     server = f"http://127.0.0.1:{port}"
-    log_path = Path(run_dir) / LOG_FILE
+    log_path = RunLayout(Path(run_dir)).ui_log
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--artifacts-destination", str((Path(run_dir) / "mlartifacts").resolve())]
+           "--artifacts-destination", str(RunLayout(Path(run_dir)).artifacts.resolve())]
     # the store in the environment, not on the command line: ps would show a password
     env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": uri, "PYTHONUNBUFFERED": "1"}
     typer.echo(f"starting the MLflow UI for {mask_uri(uri)} ... (its output: {log_path})", err=True)

@@ -2,13 +2,15 @@
 
 import os
 import shutil
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,3 +36,51 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
+# of work, given whole to the next free worker (module fixtures are built once); the slow end-to-end
+# files form two lanes of about equal length that run side by side. Seconds: `pytest -m slow
+# --durations=80`, one process, 2 cores, 2026-11-27.
+SLOW_LANES = {
+    "lane-verl": (  # verl main_ppo on the CPU and the fresh-clone main command: CPU-bound
+        "test_sweep_verl_e2e.py",          # ~330 s
+        "test_sweep_verl_cluster.py",      # ~330 s (one sweep in a module fixture)
+        "test_main_command.py",            # ~200 s (a new .venv, then the smoke sweep)
+        "test_cpu_main_ppo.py",            # ~70 s
+        "test_shipped_study_dynamics.py",  # ~60 s
+    ),
+    "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
+        "test_sweep_cluster_server.py",    # ~270 s
+        "test_sweep_cli_e2e.py",           # ~300 s
+        "test_sweep_e2e.py",               # ~110 s
+        "test_benchmarks_smoke.py",        # ~110 s (the tracking-outage benchmark's smoke)
+        "test_sweep_eval.py",              # ~40 s
+        "test_sweep_store_postgres.py",    # ~35 s
+        "test_sweep_ui.py",                # ~30 s
+        "test_sweep_stop_e2e.py",          # ~25 s
+        "test_sweep_ui_terminal.py",       # ~10 s
+        "test_local_trainer.py",           # ~10 s
+    ),
+}
+LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A slow test in a file of no lane would run beside the lanes unplanned: named here instead."""
+    stray = sorted({item.path.name for item in items if item.get_closest_marker("slow") and item.path.name not in LANE_OF})
+    if stray:
+        raise pytest.UsageError(f"tests/conftest.py: SLOW_LANES: slow tests in {stray}, which no lane lists; "
+                                "add each file to the lane whose length it balances best")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Units of work for xdist: a test file, or a whole lane of slow files (largest units first)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return LANE_OF.get(Path(file).name, file)
+
+    return LaneScheduling(config, log)

@@ -1,8 +1,9 @@
 """The trainer backends: name -> where its train function and its checks live (imported lazily).
 
 A backend is one package with a ``train`` function (the contract in trainers/api.py) and, in
-``trainers/config.py``, one section of the trial config that only it reads (``local:``,
-``verl:``). Adding a backend means: its package, its section dataclass, and one entry here.
+``trainers/config.py``, one section of the trial config named after it that only it reads
+(``local:``, ``verl:``). Adding a backend means: its package, its section dataclass, and one entry
+here; sweeps/ and evaluators/ never name a backend, they ask this module.
 
     from trainers.backends import get_trainer, backend_names
     train = get_trainer("verl")        # imports trainers.verl_backend.train only now
@@ -24,17 +25,64 @@ A backend with these two hooks also names its checkpoints (``checkpoints``) for 
 directory that is no checkpoint. trial_eval/checkpoints.py is their caller:
 
     get_backend("local").load("export_hf")(ckpt, out_dir, lambda: cfg, print)
+
+Hooks of a sweep (sweeps/ calls them through the functions below; ``resources`` is the spec's
+per-trial {cpus, gpus}, ``.cpus``/``.gpus``):
+    paths     "module:NAME" of a dict {dotted key of its section: default}, the keys holding paths:
+              a sweep makes them absolute against the directory it starts in (``absolute_paths``),
+              in its own trials' configs (every trial's with ``paths_in_every_trial``, the local
+              backend's: trial-config hashes, which a resume compares, stay as they were)
+              e.g. local: {"warm_start.cache_dir": ".cache/base_models"}
+    resolve_resources (data, resources) -> None
+              in a trial-config dict, before validation: the defaults of its section that depend on
+              the spec's resources (verl: ``verl.device: auto`` -> 'cpu' with 0 GPUs, else 'cuda')
+    check_resources (cfg, resources, where) -> None
+              ConfigError when the resources cannot run the trial (verl: ``resources.gpus`` must be 0
+              or nnodes x n_gpus_per_node)
+    placement (configs, resources, max_concurrent, capacity, local, source) -> Placement
+              a backend whose trials place their own resources outside Tune (verl's placement
+              groups): its Tune slot, trials at once, GPUs per trial and what a local ray.init
+              declares; ``capacity``: .cpus/.gpus (totals), .node_cpus/.node_gpus (largest node),
+              .where (for messages); ``local``: a ray.init the sweep starts; ConfigError when the
+              trials can never fit. Without it a trial trains inside its slot ``resources``, which
+              then holds its GPUs (``slot_holds_gpus``). sweeps/placement.py is the caller:
+              place = get_backend("verl").load("placement")
+              place(configs, resources, 2, capacity, True, "spec.yaml").gpus_per_trial  # nnodes x n_gpus_per_node
+    smoke_overrides (resources) -> list[str]
+              spec overrides ``sweep run --smoke`` adds to a spec with trials of this backend
+              (verl: ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", ..., "resources.gpus=1"])
+    worker_env () -> dict[str, str]
+              variables of this process's environment a Ray worker of a cluster the sweep did not
+              start needs (it does not inherit them): verl's switches VERL_*, ZOO_VERL_*
+Plain attributes: ``packages`` (Python distributions whose versions a sweep records, ("verl",)).
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 
 class CheckpointNotUsable(ValueError):
     """A path that is no checkpoint we can evaluate; the message says what was expected."""
+
+
+@dataclass
+class Placement:
+    """Where a sweep's trials run on Ray (a backend's ``placement`` hook, or the Tune slot alone)."""
+
+    tune_resources: dict[str, float]
+    """The Tune slot of each trial."""
+    max_concurrent: int
+    """Trials at once."""
+    gpus_per_trial: int
+    """GPUs (logical on a CPU platform) each trial's own placement groups take outside its slot; 0: none."""
+    local_cpus: int | None = None
+    """CPUs a local ray.init declares (None: the machine's)."""
+    local_gpus: int | None = None
+    """GPUs a local ray.init declares (None: the visible ones)."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +100,19 @@ class Backend:
     export_hf: str | None = None
     checkpoints: str | None = None
     """What its checkpoints look like, for messages ("a local-trainer checkpoint (trainer_state.pt)")."""
+    paths: str | None = None
+    """"module:NAME" of a dict {dotted key of its section: default}: the keys holding paths."""
+    paths_in_every_trial: bool = False
+    """Its ``paths`` made absolute in every trial's config, not only its own trials' (local)."""
+    resolve_resources: str | None = None
+    check_resources: str | None = None
+    placement: str | None = None
+    smoke_overrides: str | None = None
+    worker_env: str | None = None
+    packages: tuple[str, ...] = ()
+    """Python distributions whose versions a sweep records (provenance.<package>)."""
 
-    def load(self, hook: str = "train") -> Callable[..., Any] | None:
+    def load(self, hook: str = "train") -> Any:
         target = getattr(self, hook)
         if target is None:
             return None
@@ -68,7 +127,8 @@ BACKENDS: dict[str, Backend] = {
                      base_model="trainers.local.warmstart:base_model_dir",
                      is_checkpoint="trainers.local.export:is_checkpoint",
                      export_hf="trainers.local.export:export_hf",
-                     checkpoints="a local-trainer checkpoint (trainer_state.pt)"),
+                     checkpoints="a local-trainer checkpoint (trainer_state.pt)",
+                     paths="trainers.local.config:PATHS", paths_in_every_trial=True),
     "verl": Backend("verl", "trainers.verl_backend.train:train",
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
@@ -77,8 +137,18 @@ BACKENDS: dict[str, Backend] = {
                     base_model="trainers.verl_backend.launch:base_model_dir",
                     is_checkpoint="trainers.verl_backend.export:is_checkpoint",
                     export_hf="trainers.verl_backend.export:export_hf",
-                    checkpoints="a verl checkpoint (global_step_N/ or verl_checkpoint.json)"),
+                    checkpoints="a verl checkpoint (global_step_N/ or verl_checkpoint.json)",
+                    paths="trainers.verl_backend.config:PATHS",
+                    resolve_resources="trainers.verl_backend.placement:resolve_device",
+                    check_resources="trainers.verl_backend.placement:check_gpus",
+                    placement="trainers.verl_backend.placement:place",
+                    smoke_overrides="trainers.verl_backend.placement:smoke_overrides",
+                    worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",)),
 }
+
+
+DEFAULT_BACKEND = "local"
+"""The backend of a trial config that names none (TrialConfig.backend's default)."""
 
 
 def backend_names() -> list[str]:
@@ -111,3 +181,73 @@ def describe(cfg) -> str | None:
 def get_trainer(name: str):
     """The train function of backend ``name`` (imported now, not when this module is)."""
     return get_backend(name).load("train")
+
+
+def _of_dict(data: dict) -> Backend | None:
+    """The backend a trial-config dict names (the default when it names none); None: no backend's name."""
+    name = data.get("backend", DEFAULT_BACKEND)
+    return BACKENDS.get(name) if isinstance(name, str) else None
+
+
+def absolute_paths(data: dict, base: Path) -> None:
+    """In a trial-config dict: each backend's ``paths`` keys made absolute against ``base`` (the
+    default where absent), in its own trials (``paths_in_every_trial``: in every trial). A value of
+    the wrong type is left alone for TrialConfig to name."""
+    own = _of_dict(data)
+    for backend in BACKENDS.values():
+        if backend.paths is None or not (backend.paths_in_every_trial or backend is own):
+            continue
+        for dotted, default in backend.load("paths").items():
+            *parents, leaf = dotted.split(".")
+            node = data.setdefault(backend.name, {})
+            for part in parents:
+                node = node.setdefault(part, {}) if isinstance(node, dict) else None
+            if isinstance(node, dict) and isinstance(node.get(leaf, ""), str):
+                node[leaf] = str((base / node.get(leaf, default)).resolve())
+
+
+def resolve_resources(data: dict, resources) -> None:
+    """Its backend's ``resolve_resources`` hook on a trial-config dict (before validation)."""
+    backend = _of_dict(data)
+    hook = backend.load("resolve_resources") if backend is not None else None
+    if hook is not None:
+        hook(data, resources)
+
+
+def check_resources(cfg, resources, where: str) -> None:
+    """Its backend's ``check_resources`` hook on a validated trial config (ConfigError)."""
+    hook = get_backend(cfg.backend).load("check_resources")
+    if hook is not None:
+        hook(cfg, resources, where)
+
+
+def slot_holds_gpus(name: str) -> bool:
+    """Whether a trial of backend ``name`` trains inside its Tune slot, GPUs included (no ``placement``
+    hook); False: its own placement groups take its GPUs and the slot holds CPUs only."""
+    return get_backend(name).placement is None
+
+
+def smoke_overrides(configs: list, resources) -> list[str]:
+    """The spec overrides ``sweep run --smoke`` adds for the backends of ``configs`` (registry order)."""
+    present = {cfg.backend for cfg in configs}
+    extra: list[str] = []
+    for backend in BACKENDS.values():
+        hook = backend.load("smoke_overrides") if backend.name in present else None
+        if hook is not None:
+            extra += hook(resources)
+    return extra
+
+
+def worker_env() -> dict[str, str]:
+    """Every backend's ``worker_env``: what a Ray worker of a cluster the sweep did not start needs."""
+    env: dict[str, str] = {}
+    for backend in BACKENDS.values():
+        hook = backend.load("worker_env")
+        if hook is not None:
+            env.update(hook())
+    return env
+
+
+def packages() -> tuple[str, ...]:
+    """The Python distributions of every backend (``packages``), for a sweep's provenance."""
+    return tuple(p for backend in BACKENDS.values() for p in backend.packages)

@@ -33,7 +33,7 @@ from evaluators.benchmarks import DEFAULT_DATA_DIR, PAPER_BENCHMARKS
 from evaluators.loaders import schema_help
 from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
-from trainers.backends import get_backend
+from trainers.backends import DEFAULT_BACKEND, get_backend
 from trainers.local.config import LocalConfig, WarmStartConfig  # noqa: F401  (WarmStartConfig: re-exported)
 from trainers.objectives import get_objective
 from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
@@ -119,7 +119,7 @@ class TrialConfig:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     seed: int = 0
     """Trial seed: rollout sampling, prompt order, optimizer noise."""
-    backend: str = "local"
+    backend: str = DEFAULT_BACKEND
     """Trainer backend (trainers/backends.py): 'local' (built-in, CPU or one GPU) or 'verl' (main_ppo on Ray)."""
     local: LocalConfig = field(default_factory=LocalConfig)
     """Settings only the local backend reads (tiny-model sizes, device, threads, warm start)."""

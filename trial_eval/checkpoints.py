@@ -23,11 +23,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from contract.run_layout import TRIAL_FILE  # the trial config, written into every checkpoint a sweep trial reports
 from trainers.backends import BACKENDS, CheckpointNotUsable, get_backend
 
 __all__ = ["TRIAL_FILE", "CheckpointNotUsable", "checkpoint_kind", "materialize", "read_trial_config"]
 
-TRIAL_FILE = "trial.json"  # the trial config, written into every checkpoint a sweep trial reports
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 

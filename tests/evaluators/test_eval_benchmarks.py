@@ -19,7 +19,7 @@ from evaluators.benchmarks import (
     candidate_paths, load_benchmark,
 )
 from evaluators.loaders import SCHEMAS
-from evaluators.verl_parquet import write_verl_parquet
+from trainers.verl_backend.parquet import write_verl_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,5 +1,5 @@
 """evaluators.loaders (every accepted schema, ids / messages / benchmark names, errors) and
-evaluators.verl_parquet (the verl parquet writer).
+trainers.verl_backend.parquet (the verl backend's parquet writer, round-tripped through the loaders).
 
     .venv/bin/python -m pytest tests/evaluators/test_eval_loaders.py -q
 """
@@ -15,7 +15,7 @@ import pytest
 
 from evaluators.loaders import SCHEMAS, is_verl_parquet, last_boxed, load_problems
 from evaluators.tasks import Problem, make_split
-from evaluators.verl_parquet import as_rl_parquet, write_verl_parquet
+from trainers.verl_backend.parquet import as_rl_parquet, write_verl_parquet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -188,6 +188,7 @@ def test_ray_temp_dir_too_long_for_unix_sockets_is_a_clear_error(tmp_path):
 
 
 def test_checkpoint_candidates_newest_first_and_not_past_the_recorded_step(tmp_path):
+    tmp_path = tmp_path / "ray_results"  # a sweep's ray_results (contract/run_layout.py)
     for attempt, steps in (("attempt-1", (4, 8)), ("attempt-2", (12, 16))):
         for step in steps:
             d = tmp_path / attempt / "t.s0" / f"checkpoint_{step:06d}"
@@ -240,7 +241,8 @@ def test_startup_notes_show_under_the_live_table_or_as_lines_until_steps_arrive(
 def test_a_trial_leaves_its_lines_before_the_first_step_for_the_driver(tmp_path):
     from sweeps.trial import _log, startup_note_path
 
-    note, startup = startup_note_path(tmp_path, "grpo.s0"), []
+    (tmp_path / "scratch").mkdir()  # a sweep's scratch (contract/run_layout.py)
+    note, startup = startup_note_path(tmp_path / "scratch", "grpo.s0"), []
     for i in range(25):
         _log(f"warm start {i}/25", startup, started=False, note=note)
     assert note.read_text() == "warm start 24/25" and len(startup) == 20  # the tag keeps the first 20

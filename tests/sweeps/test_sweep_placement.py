@@ -1,12 +1,14 @@
-"""Where a sweep's trials run: Tune slots, concurrency and local logical resources (sweeps/placement.py)."""
+"""Where a sweep's trials run: Tune slots, concurrency and local logical resources (sweeps/placement.py and
+the verl backend's placement hook, trainers/verl_backend/placement.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweeps.placement import VERL_CPU_LOGICAL_CPUS, plan
+from sweeps.placement import plan
 from sweeps.ray_cluster import Capacity
 from sweeps.spec import SpecError, load_spec
+from trainers.verl_backend.placement import VERL_CPU_LOGICAL_CPUS
 
 LAPTOP = Capacity(cpus=2, gpus=0, node_cpus=2, node_gpus=0, where="this machine")
 CLUSTER = Capacity(cpus=64, gpus=16, node_cpus=32, node_gpus=8, where="the Ray cluster at x")

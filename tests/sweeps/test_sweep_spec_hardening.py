@@ -177,3 +177,12 @@ def test_an_alias_bomb_fails_fast(tmp_path):
     with pytest.raises(SpecError, match=r"variants\[0\]\.label: YAML anchors and aliases \('&l0', line 3"):
         load_spec(spec_file(tmp_path, "\n".join(lines) + "\n"))
     assert time.perf_counter() - start < 2
+
+
+def test_an_unknown_variant_key_lists_each_allowed_key_once(tmp_path):
+    path = spec_file(tmp_path, "name: t\nvariants:\n  - {algorithm: grpo, bogus: 1}\n")
+    with pytest.raises(SpecError, match="unknown key 'bogus'") as err:
+        load_spec(path)
+    listed = str(err.value).split("expected one of ", 1)[1]
+    names = [n.strip(" '[]") for n in listed.split(",")]
+    assert "algorithm" in names and "eps_high" in names and len(names) == len(set(names)), names

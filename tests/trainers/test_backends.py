@@ -10,7 +10,8 @@ import pytest
 
 from trainers.backends import BACKENDS, Backend, CheckpointNotUsable, get_backend
 
-HOOKS = [f.name for f in fields(Backend) if f.name not in ("name", "summary", "checkpoints")]
+HOOKS = [f.name for f in fields(Backend) if f.name not in ("name", "summary", "checkpoints", "paths",
+                                                           "paths_in_every_trial", "packages")]
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
@@ -19,6 +20,8 @@ def test_every_hook_resolves_to_a_function(name):
     for hook in HOOKS:
         if getattr(backend, hook) is not None:
             assert callable(backend.load(hook)), f"{name}.{hook}: {getattr(backend, hook)}"
+    if backend.paths is not None:  # {dotted key of its section: default}
+        assert isinstance(backend.load("paths"), dict) and backend.load("paths"), backend.paths
     assert (backend.is_checkpoint is None) == (backend.export_hf is None) == (backend.checkpoints is None)
 
 

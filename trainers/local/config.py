@@ -59,6 +59,11 @@ class LocalConfig:
     """The supervised warm start that builds the base policy (cached)."""
 
 
+PATHS = {"warm_start.cache_dir": WarmStartConfig.cache_dir}
+"""Keys of the section holding paths, and their defaults (trainers/backends.py ``paths``: a sweep
+makes them absolute against the directory it starts in)."""
+
+
 def validate_local_section(cfg, source: str) -> None:
     """Range checks of the ``local:`` section; ConfigError naming the key path."""
 

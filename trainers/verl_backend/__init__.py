@@ -8,7 +8,9 @@ policy losses, which this backend loads into every verl process).
     verl_checks.py  composing verl's own Hydra config and converting it with verl's dataclasses
     preflight.py    the backend's checks of a whole sweep before any trial starts; --dry-run text
     launch.py       a trial's exact argv + environment, and its inputs (model dir, parquet files)
-    assets.py       the tiny local Qwen3 and the RL parquet files built without downloads
+    placement.py    where its trials run on the sweep's Ray cluster (own GPUs, concurrency), --smoke
+    assets.py       the tiny local Qwen3 built without downloads
+    parquet.py      the verl RL parquet writer (problems / any schema -> verl's RLHFDataset format)
     reward.py       the verl reward function scoring with evaluators.rewards
     cpu/            the CPU platform (platform, gloo, FSDP engine, transformers-generate rollout)
     cpu_runtime.py  the env + overrides selecting the CPU platform (imports no verl)

@@ -1,4 +1,4 @@
-"""Local assets for verl runs, built without downloads: a tiny Qwen3 checkpoint (RL parquet: evaluators.verl_parquet).
+"""Local assets for verl runs, built without downloads: a tiny Qwen3 checkpoint (RL parquet: parquet.py).
 
     model_dir = tiny_qwen3(Path(".cache/verl_assets"))          # HF dir: config, weights, tokenizer
 
@@ -30,7 +30,7 @@ Tiny Qwen3 (``tiny_qwen3``)
 
 RL parquet
     The verl RL parquet files (``rl_parquet``, ``problems_to_parquet``, ``jsonl_to_parquet``,
-    ``as_rl_parquet``, ``write_verl_parquet``) are built by evaluators.verl_parquet, which documents
+    ``as_rl_parquet``, ``write_verl_parquet``) are built by trainers/verl_backend/parquet.py, which documents
     their rows; the names are re-exported here for older imports.
 """
 
@@ -44,7 +44,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from evaluators.verl_parquet import (  # noqa: F401  (moved there; re-exported for older imports)
+from trainers.verl_backend.parquet import (  # noqa: F401  (moved there; re-exported for older imports)
     ABILITY, as_rl_parquet, jsonl_to_parquet, problem_rows, problems_to_parquet, rl_parquet, write_verl_parquet,
 )
 

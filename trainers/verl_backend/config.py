@@ -95,6 +95,11 @@ class VerlConfig:
     """verl (Hydra) overrides appended after everything else, last wins, e.g. 'actor_rollout_ref.rollout.max_num_seqs=512'."""
 
 
+PATHS = {"cache_dir": VerlConfig.cache_dir}
+"""Keys of the section holding paths, and their defaults (trainers/backends.py ``paths``: a sweep
+makes them absolute against the directory it starts in)."""
+
+
 def has_gpus(verl: VerlConfig) -> bool:
     """Whether the trial runs on GPUs: verl.device, with 'auto' (left unresolved outside a sweep) = CUDA available."""
     if verl.device == "auto":

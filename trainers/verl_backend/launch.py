@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.run_layout import RunLayout
 from trainers.config import TrialConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -104,13 +105,13 @@ def _data_key(cfg: TrialConfig) -> str:
 def trial_data(cfg: TrialConfig, root: Path, build: bool = True) -> tuple[Path, list[Path]]:
     """(train parquet, one val parquet per benchmark of data.benchmarks): user verl .parquet files as
     they are, other user files (any evaluators.loaders schema) converted, the synthetic task
-    generated (evaluators.verl_parquet.write_verl_parquet), a paper benchmark of evaluators.benchmarks
+    generated (trainers/verl_backend/parquet.py: write_verl_parquet), a paper benchmark of evaluators.benchmarks
     without a file read from its data/benchmarks/<stem> file like a user file; under ``root/data-<hash>``.
     The data source of a converted or generated benchmark is its name (verl.data_sources maps a
     user parquet's own data sources to benchmark names)."""
     from evaluators import benchmarks as registry
-    from evaluators import verl_parquet
     from evaluators.tasks import make_split
+    from trainers.verl_backend import parquet as verl_parquet
 
     d = cfg.data
     out = Path(root) / f"data-{_data_key(cfg)}"
@@ -194,8 +195,9 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
 def describe(cfg: TrialConfig) -> str:
     """What ``sweep run --dry-run`` prints for a trial: its main_ppo command line."""
     inputs = prepare_inputs(cfg, build=False)
-    launch = build_launch(cfg, inputs, checkpoint_dir=Path("<run-dir>/<sweep>/trials/<trial>/checkpoints"),
-                          resume_path=None, metrics_file=Path("<run-dir>/<sweep>/trials/<trial>/metrics.jsonl"),
+    storage = RunLayout(Path("<run-dir>")).sweep("<sweep>").trial_dir("<trial>")  # the trial's storage_dir
+    launch = build_launch(cfg, inputs, checkpoint_dir=storage / "checkpoints",
+                          resume_path=None, metrics_file=storage / "metrics.jsonl",
                           namespace="<trial namespace>", ray_address="<cluster>", experiment="<trial>")
     return launch.shell()
 

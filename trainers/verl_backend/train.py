@@ -13,7 +13,7 @@
 3. GPUs: on a GPU cluster it waits (logging once, up to ``verl.gpu_wait_s``) until the cluster has
    the trial's nnodes x n_gpus_per_node GPUs free, because verl refuses to start otherwise
    ("Total available GPUs ..."); the sweep's concurrency limit keeps its own trials from
-   competing for them (sweeps/placement.py).
+   competing for them (trainers/verl_backend/placement.py).
 4. Launch: ``python -m verl.trainer.main_ppo`` (trainers/verl_backend/launch.py) in its own
    process group, joining the sweep's Ray cluster under its own namespace, with verl's ``file``
    logger writing a fresh ``attempt-K/metrics.jsonl`` (verl truncates that file on resume, so

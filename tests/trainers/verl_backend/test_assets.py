@@ -1,4 +1,4 @@
-"""Local verl assets (tiny Qwen3 + tokenizer; RL parquet, now built by evaluators.verl_parquet) and the verl reward function.
+"""Local verl assets (tiny Qwen3 + tokenizer; RL parquet, now built by trainers.verl_backend.parquet) and the verl reward function.
 
     .venv/bin/python -m pytest tests/trainers/verl_backend/test_assets.py -q
 """
@@ -15,7 +15,7 @@ import torch
 
 from evaluators.rewards import RewardConfig, compute_reward
 from evaluators.tasks import VOCAB_CHARS, make_split
-from evaluators.verl_parquet import as_rl_parquet, jsonl_to_parquet, rl_parquet
+from trainers.verl_backend.parquet import as_rl_parquet, jsonl_to_parquet, rl_parquet
 from trainers.verl_backend import assets
 from trainers.verl_backend.assets import IM_END, IM_START, PAD, chat_prompt, tiny_qwen3
 from trainers.verl_backend.config import VerlConfig

@@ -1,11 +1,12 @@
-"""The verl RL parquet writer: Problems (any loaded schema, or the synthetic task) -> the parquet
-files verl's RLHFDataset reads. The reading side (load_problems, is_verl_parquet) is evaluators.loaders.
+"""The verl backend's RL parquet writer: Problems (any loaded schema, or the synthetic task) -> the
+parquet files verl's RLHFDataset reads. The reading side (load_problems, is_verl_parquet: a data-file
+format users bring) is evaluators.loaders.
 
     path = write_verl_parquet(problems, "out/val_math500.parquet")      # verl's RLHFDataset format
     path = as_rl_parquet("my_eval.json", out_dir, data_source="mine")   # any schema -> verl parquet
     train, vals = rl_parquet(out_dir, train_problems, {"easy": easy})   # train.parquet + val_<bench>.parquet
 
-Tested by `.venv/bin/python -m pytest tests/evaluators/test_eval_loaders.py -q`.
+Tested (with the reading side) by `.venv/bin/python -m pytest tests/evaluators/test_eval_loaders.py -q`.
 
 verl RL parquet rows (``write_verl_parquet``; the format verl trials use)
     data_source   benchmark name (verl groups validation metrics by it: val-core/<data_source>/acc/mean@N)
