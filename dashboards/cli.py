@@ -87,7 +87,7 @@ def report_cmd(
     scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
     curves: Annotated[Optional[str], typer.Option(help="Comma-separated metric keys for the curves grid.")] = None,
     ema_alpha: Annotated[Optional[float], typer.Option(help="EMA weight of the newest point, (0,1]; 1 = none, SSPO used 0.02.")] = None,
-    band: Annotated[Optional[Band], typer.Option(help="Spread over seeds drawn around each curve.")] = None,
+    band: Annotated[Optional[Band], typer.Option(metavar="BAND", help="Spread over seeds drawn around each curve: minmax, std, seeds or none.")] = None,
     by: Annotated[Optional[By], typer.Option(help="One curve per method or per config.")] = None,
     formats: Annotated[Optional[str], typer.Option(help="Comma-separated, from: html, md, latex, csv, png, pdf, svg.")] = None,
     log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,

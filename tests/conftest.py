@@ -74,6 +74,7 @@ def pytest_collection_modifyitems(config, items):
                                 "add each file to the lane whose length it balances best")
 
 
+@pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook is not known
 def pytest_xdist_make_scheduler(config, log):
     """Units of work for xdist: a test file, or a whole lane of slow files (largest units first)."""
     from xdist.scheduler import LoadScopeScheduling

@@ -45,6 +45,23 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
 CREATED: list[Path] = []  # short dirs made by this process; conftest.py removes each test's own
 
 
+def placement_spec_file(directory: Path, name: str = "p", *, backend="verl", gpus=0, max_concurrent=3, nnodes=1,
+                        per_node=1, extra="") -> Path:
+    """A one-variant GRPO spec for placement checks: ``backend``, ``resources.gpus`` and verl's nodes x GPUs."""
+    path = directory / f"{name}.yaml"
+    path.write_text(f"""name: {name}
+base:
+  backend: {backend}
+  trainer: {{prompts_per_step: 64, group_size: 2, updates_per_rollout: 1}}
+  verl: {{nnodes: {nnodes}, n_gpus_per_node: {per_node}}}
+  model: {{path: {directory}}}
+resources: {{cpus: 1, gpus: {gpus}}}
+max_concurrent: {max_concurrent}
+variants: [{{algorithm: grpo}}]
+{extra}""")
+    return path
+
+
 def short_ray_dir() -> Path:
     """Ray's Unix sockets need short paths: a temp dir right under the repository (removed by the
     autouse fixture in conftest.py at the end of the test)."""

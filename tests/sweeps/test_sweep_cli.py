@@ -8,8 +8,10 @@ instead of starting Ray.
 
 from __future__ import annotations
 
+import enum
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from sweeps.cli import SMOKE_OVERRIDES, _load, app
@@ -69,6 +71,14 @@ def test_help_is_whole_at_80_columns(command):
     assert result.exit_code == 0, result.output
     assert "…" not in result.output, [ln for ln in result.output.splitlines() if "…" in ln]
     assert max(len(ln) for ln in result.output.splitlines()) <= 80
+    # A list of choices is shown whole on one line: a narrow column wraps it without any "…"
+    command_obj = typer.main.get_command(app)
+    command_obj = command_obj.commands[command] if command else command_obj
+    for param in command_obj.params:
+        choices = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if isinstance(choices, type) and issubclass(choices, enum.Enum):
+            shown = param.metavar or "|".join(str(m.value) for m in choices)
+            assert shown in result.output, (param.name, shown)
 
 
 @pytest.mark.parametrize("name", ["dhpo_clip_ablation", "dhpo_clip_ablation.yaml"])

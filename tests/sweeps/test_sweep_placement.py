@@ -9,25 +9,15 @@ from sweeps.placement import plan
 from sweeps.ray_cluster import Capacity
 from sweeps.spec import SpecError, load_spec
 from trainers.verl_backend.placement import VERL_CPU_LOGICAL_CPUS
+from sweep_testlib import placement_spec_file
 
 LAPTOP = Capacity(cpus=2, gpus=0, node_cpus=2, node_gpus=0, where="this machine")
 CLUSTER = Capacity(cpus=64, gpus=16, node_cpus=32, node_gpus=8, where="the Ray cluster at x")
 
 
 def _spec(tmp_path, backend="verl", gpus=0, max_concurrent=3, nnodes=1, per_node=1, extra=""):
-    text = f"""name: p
-base:
-  backend: {backend}
-  trainer: {{prompts_per_step: 64, group_size: 2, updates_per_rollout: 1}}
-  verl: {{nnodes: {nnodes}, n_gpus_per_node: {per_node}}}
-  model: {{path: {tmp_path}}}
-resources: {{cpus: 1, gpus: {gpus}}}
-max_concurrent: {max_concurrent}
-variants: [{{algorithm: grpo}}]
-{extra}"""
-    path = tmp_path / "p.yaml"
-    path.write_text(text)
-    return load_spec(path)
+    return load_spec(placement_spec_file(tmp_path, backend=backend, gpus=gpus, max_concurrent=max_concurrent,
+                                         nnodes=nnodes, per_node=per_node, extra=extra))
 
 
 def test_local_backend_trials_keep_their_slot_and_concurrency(tmp_path):

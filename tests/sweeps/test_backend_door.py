@@ -8,7 +8,7 @@
   the worker environment, and the local backend's (its slot holds its GPUs, no smoke additions);
 * a backend the registry does not ship gets the same treatment from one entry.
 
-    .venv/bin/python -m pytest -q tests/test_backend_door.py
+    .venv/bin/python -m pytest -q tests/sweeps/test_backend_door.py
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import pytest
 from contract.errors import ConfigError
 from trainers import backends
 from trainers.backends import BACKENDS, Backend, backend_names, get_backend
+from sweep_testlib import placement_spec_file
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GENERIC = ("sweeps", "evaluators", "trial_eval", "dashboards")
 PACKAGES = tuple(b.train.partition(":")[0].rsplit(".", 1)[0] for b in BACKENDS.values())  # trainers.local, ...
 
@@ -86,18 +87,8 @@ def test_the_check_sees_lazy_imports_and_comparisons(tmp_path):
 # ---------------------------------------------------------------- the hooks' real values
 
 def _spec(tmp_path: Path, backend="verl", gpus=0, nnodes=1, per_node=1, extra=""):
-    path = tmp_path / "door.yaml"
-    path.write_text(f"""name: door
-base:
-  backend: {backend}
-  trainer: {{prompts_per_step: 64, group_size: 2, updates_per_rollout: 1}}
-  verl: {{nnodes: {nnodes}, n_gpus_per_node: {per_node}}}
-  model: {{path: {tmp_path}}}
-resources: {{cpus: 1, gpus: {gpus}}}
-max_concurrent: 4
-variants: [{{algorithm: grpo}}]
-{extra}""")
-    return path
+    return placement_spec_file(tmp_path, "door", backend=backend, gpus=gpus, max_concurrent=4, nnodes=nnodes,
+                               per_node=per_node, extra=extra)
 
 
 CLUSTER = SimpleNamespace(cpus=64, gpus=16, node_cpus=32, node_gpus=8, where="the Ray cluster at x")
