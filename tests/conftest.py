@@ -43,18 +43,18 @@ def _alive(pid: int) -> bool:
 # files form two lanes of about equal length that run side by side. Seconds: `pytest -m slow
 # --durations=80`, one process, 2 cores, 2026-11-27.
 SLOW_LANES = {
-    "lane-verl": (  # verl main_ppo on the CPU and the fresh-clone main command: CPU-bound
+    "lane-verl": (  # verl main_ppo on the CPU, the fresh-clone main command, the benchmarks: CPU-bound
         "test_sweep_verl_e2e.py",          # ~330 s
         "test_sweep_verl_cluster.py",      # ~330 s (one sweep in a module fixture)
         "test_main_command.py",            # ~200 s (a new .venv, then the smoke sweep)
         "test_cpu_main_ppo.py",            # ~70 s
         "test_shipped_study_dynamics.py",  # ~60 s
+        "test_benchmarks_smoke.py",        # ~110 s (the tracking-outage benchmark's smoke)
     ),
     "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
         "test_sweep_cluster_server.py",    # ~270 s
         "test_sweep_cli_e2e.py",           # ~300 s
         "test_sweep_e2e.py",               # ~110 s
-        "test_benchmarks_smoke.py",        # ~110 s (the tracking-outage benchmark's smoke)
         "test_sweep_eval.py",              # ~40 s
         "test_sweep_store_postgres.py",    # ~35 s
         "test_sweep_ui.py",                # ~30 s
