@@ -129,9 +129,9 @@ class RunLayout:
 class SweepLayout:
     """One sweep's paths in a run directory (see the module docstring).
 
-    A Ray worker is given only a path inside the sweep dir; ``of_dir``, ``of_scratch``,
-    ``of_ray_results`` and ``of_trial_dir`` rebuild the layout from one (the inverse of ``dir``,
-    ``scratch``, ``ray_results`` and ``trial_dir``). A path that is not such a directory of some
+    A Ray worker is given only a path inside the sweep dir; ``of_dir``, ``of_scratch`` and
+    ``of_ray_results`` rebuild the layout from one (the inverse of ``dir``, ``scratch`` and
+    ``ray_results``). A path that is not such a directory of some
     layout is a ValueError: a wrong path fails here instead of pointing elsewhere."""
 
     run: RunLayout
@@ -152,15 +152,6 @@ class SweepLayout:
     def of_ray_results(cls, ray_results: Path | str) -> SweepLayout:
         """The layout whose ``ray_results`` is ``ray_results`` (Tune's ``storage_path``)."""
         return cls.of_dir(Path(ray_results).parent)._inverse_of("ray_results", ray_results)
-
-    @classmethod
-    def of_trial_dir(cls, trial_dir: Path | str) -> SweepLayout:
-        """The layout holding trial directory ``trial_dir`` (``<sweep dir>/trials/<trial>``)."""
-        trial_dir = Path(trial_dir)
-        layout = cls.of_dir(trial_dir.parent.parent)
-        if layout.trial_dir(trial_dir.name) != trial_dir:
-            raise ValueError(f"{trial_dir} is not a sweep's trial directory (<sweep dir>/trials/<trial>)")
-        return layout
 
     def _inverse_of(self, attribute: str, path: Path | str) -> SweepLayout:
         if getattr(self, attribute) != Path(path):

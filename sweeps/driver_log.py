@@ -34,7 +34,8 @@ from sweeps.interrupts import InterruptGuard
 from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.store import mask_uri
-from sweeps.trial import stall_marker, startup_note_path, trial_from_tune_config, trial_id_of, unpack_steps
+from contract.run_layout import SweepLayout
+from sweeps.trial import trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
 from contract.metrics import LOGGED_PREFIXES, is_logged
@@ -64,7 +65,7 @@ class DriverState:
     notes_read_at: float = 0.0
 
     def stall_reason(self, trial_id: str) -> str | None:
-        marker = stall_marker(self.scratch, trial_id) if self.scratch else None
+        marker = SweepLayout.of_scratch(self.scratch).stall_marker(trial_id) if self.scratch else None
         if marker is None or not marker.is_file():
             return None
         reason = marker.read_text()[:500]
@@ -122,7 +123,7 @@ class MlflowLogger(Callback):
             if meta != s.seen_meta.get(tid):  # first result of each (re)start of the trial
                 s.seen_meta[tid] = meta
                 if s.scratch is not None:
-                    startup_note_path(s.scratch, tid).unlink(missing_ok=True)
+                    SweepLayout.of_scratch(s.scratch).note(tid).unlink(missing_ok=True)
                 s.writer.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
             # every step since the trial's previous result; journaled (on disk) before the trial goes on
             s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values in steps])
@@ -209,7 +210,7 @@ NOTE_EVERY_S = 2.0
 
 def _show_startup_notes(state: DriverState, trials) -> None:
     """Every few seconds: the latest line of each running trial that has not sent a step yet
-    (sweeps/trial.py startup_note_path), e.g. its base policy's warm start, for the terminal."""
+    (contract/run_layout.py ``SweepLayout.note``), e.g. its base policy's warm start, for the terminal."""
     now = time.monotonic()
     if state.progress is None or state.scratch is None or now - state.notes_read_at < NOTE_EVERY_S:
         return
@@ -221,7 +222,7 @@ def _show_startup_notes(state: DriverState, trials) -> None:
         if tid in state.seen_meta:  # it reports steps: the table shows them
             continue
         try:
-            text = startup_note_path(state.scratch, tid).read_text()[:200].strip()
+            text = SweepLayout.of_scratch(state.scratch).note(tid).read_text()[:200].strip()
         except OSError:
             continue
         if text:

@@ -62,22 +62,6 @@ def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_i
             "stop": [dataclasses.asdict(rule) for rule in stop or []]}
 
 
-def trial_storage_dir(scratch_dir: Path | str, trial_id: str) -> Path:
-    """A trial's durable directory, ``<sweep dir>/trials/<trial id>``: the same for every attempt."""
-    return SweepLayout.of_scratch(scratch_dir).trial_dir(trial_id)
-
-
-def stall_marker(scratch_dir: Path | str, trial_id: str) -> Path:
-    """Where a stalled trial's watchdog leaves the reason for the driver."""
-    return SweepLayout.of_scratch(scratch_dir).stall_marker(trial_id)
-
-
-def startup_note_path(scratch_dir: Path | str, trial_id: str) -> Path:
-    """Where a trial leaves its latest line before its first step (e.g. the base policy's warm start)
-    for the driver's terminal (sweeps/driver_log.py)."""
-    return SweepLayout.of_scratch(scratch_dir).note(trial_id)
-
-
 def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep: int = 3) -> list[Path]:
     """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first;
     ``results_dir`` is a sweep's ``ray_results`` (contract/run_layout.py, else a ValueError).
@@ -254,9 +238,9 @@ def run_trial(config: dict) -> None:
             shutil.rmtree(last_checkpoint[0], ignore_errors=True)
         last_checkpoint[0] = Path(checkpoint_dir)
 
-    note = startup_note_path(payload["scratch_dir"], payload["trial_id"])
-    watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0),
-                         stall_marker(payload["scratch_dir"], payload["trial_id"]))
+    layout, trial_id = SweepLayout.of_scratch(payload["scratch_dir"]), payload["trial_id"]
+    note = layout.note(trial_id)  # its lines before the first step, for the driver's terminal
+    watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0), layout.stall_marker(trial_id))
 
     monitor = StopMonitor([StopRule(**rule) for rule in payload.get("stop") or []])
 
@@ -277,7 +261,7 @@ def run_trial(config: dict) -> None:
     try:
         final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
                                          log=lambda line: _log(line, startup_log, "resumed_from" in meta, note),
-                                         storage_dir=trial_storage_dir(payload["scratch_dir"], payload["trial_id"]))
+                                         storage_dir=layout.trial_dir(trial_id))
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
         if payload.get("eval"):

@@ -167,20 +167,23 @@ def preflight(configs: list, source: str) -> None:
     for cfg in configs:
         by_backend.setdefault(cfg.backend, []).append(cfg)
     for name, group in by_backend.items():
-        hook = get_backend(name).load("preflight")
-        if hook is not None:
-            hook(group, source)
+        _call(get_backend(name), "preflight", group, source)
 
 
 def describe(cfg) -> str | None:
     """What ``sweep run --dry-run`` prints for a trial of a backend with a describe hook, else None."""
-    hook = get_backend(cfg.backend).load("describe")
-    return hook(cfg) if hook is not None else None
+    return _call(get_backend(cfg.backend), "describe", cfg)
 
 
 def get_trainer(name: str):
     """The train function of backend ``name`` (imported now, not when this module is)."""
     return get_backend(name).load("train")
+
+
+def _call(backend: Backend | None, hook: str, *args) -> Any:
+    """``hook`` of ``backend`` called with ``args``; None when there is no backend or it lacks the hook."""
+    function = backend.load(hook) if backend is not None else None
+    return function(*args) if function is not None else None
 
 
 def _of_dict(data: dict) -> Backend | None:
@@ -208,17 +211,12 @@ def absolute_paths(data: dict, base: Path) -> None:
 
 def resolve_resources(data: dict, resources) -> None:
     """Its backend's ``resolve_resources`` hook on a trial-config dict (before validation)."""
-    backend = _of_dict(data)
-    hook = backend.load("resolve_resources") if backend is not None else None
-    if hook is not None:
-        hook(data, resources)
+    _call(_of_dict(data), "resolve_resources", data, resources)
 
 
 def check_resources(cfg, resources, where: str) -> None:
     """Its backend's ``check_resources`` hook on a validated trial config (ConfigError)."""
-    hook = get_backend(cfg.backend).load("check_resources")
-    if hook is not None:
-        hook(cfg, resources, where)
+    _call(get_backend(cfg.backend), "check_resources", cfg, resources, where)
 
 
 def slot_holds_gpus(name: str) -> bool:
@@ -232,9 +230,8 @@ def smoke_overrides(configs: list, resources) -> list[str]:
     present = {cfg.backend for cfg in configs}
     extra: list[str] = []
     for backend in BACKENDS.values():
-        hook = backend.load("smoke_overrides") if backend.name in present else None
-        if hook is not None:
-            extra += hook(resources)
+        if backend.name in present:
+            extra += _call(backend, "smoke_overrides", resources) or []
     return extra
 
 
@@ -242,9 +239,7 @@ def worker_env() -> dict[str, str]:
     """Every backend's ``worker_env``: what a Ray worker of a cluster the sweep did not start needs."""
     env: dict[str, str] = {}
     for backend in BACKENDS.values():
-        hook = backend.load("worker_env")
-        if hook is not None:
-            env.update(hook())
+        env.update(_call(backend, "worker_env") or {})
     return env
 
 

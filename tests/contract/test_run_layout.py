@@ -92,13 +92,11 @@ def test_a_worker_rebuilds_the_layout_from_the_path_it_is_given(run_dir):
     assert SweepLayout.of_scratch(sweep.scratch) == sweep
     assert SweepLayout.of_scratch(str(sweep.scratch)) == sweep  # the payload carries a str
     assert SweepLayout.of_ray_results(sweep.ray_results) == sweep
-    assert SweepLayout.of_trial_dir(sweep.trial_dir("grpo.s0")) == sweep
     assert SweepLayout.of_scratch(sweep.scratch).base_eval == Path(run_dir) / "grid" / "base_eval"
 
 
 @pytest.mark.parametrize("of, path", [(SweepLayout.of_scratch, "/r/grid"), (SweepLayout.of_scratch, "/r/grid/tmp"),
-                                      (SweepLayout.of_ray_results, "/r/grid/scratch"),
-                                      (SweepLayout.of_trial_dir, "/r/grid/other/grpo.s0")])
+                                      (SweepLayout.of_ray_results, "/r/grid/scratch")])
 def test_a_path_that_is_not_that_directory_is_refused(of, path):
     with pytest.raises(ValueError, match="is not a sweep's"):
         of(path)
@@ -107,13 +105,12 @@ def test_a_path_that_is_not_that_directory_is_refused(of, path):
 def test_the_helpers_that_go_through_it_give_the_paths_they_gave_before(tmp_path):
     """What the driver, the trial workers and the commands used to spell by hand, byte for byte."""
     from dashboards.store_uri import default_tracking_uri
-    from sweeps.trial import stall_marker, startup_note_path, trial_storage_dir
     from sweeps.tracking_writer import journal_path
 
     scratch = tmp_path / "runs" / "grid" / "scratch"
-    assert trial_storage_dir(str(scratch), "grpo.s0") == scratch.parent / "trials" / "grpo.s0"
-    assert stall_marker(scratch, "grpo.s0") == scratch / "grpo.s0.stalled"
-    assert startup_note_path(scratch, "grpo.s0") == scratch / "grpo.s0.note"
+    assert SweepLayout.of_scratch(str(scratch)).trial_dir("grpo.s0") == scratch.parent / "trials" / "grpo.s0"
+    assert SweepLayout.of_scratch(scratch).stall_marker("grpo.s0") == scratch / "grpo.s0.stalled"
+    assert SweepLayout.of_scratch(scratch).note("grpo.s0") == scratch / "grpo.s0.note"
     assert journal_path(scratch.parent, URI) == scratch.parent / "tracking" / f"journal-{DIGEST}.jsonl"
     assert default_tracking_uri(tmp_path / "runs") == f"sqlite:///{(tmp_path / 'runs' / 'mlflow.db').resolve()}"
 

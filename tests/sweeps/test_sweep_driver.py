@@ -239,10 +239,11 @@ def test_startup_notes_show_under_the_live_table_or_as_lines_until_steps_arrive(
 
 
 def test_a_trial_leaves_its_lines_before_the_first_step_for_the_driver(tmp_path):
-    from sweeps.trial import _log, startup_note_path
+    from contract.run_layout import SweepLayout
+    from sweeps.trial import _log
 
     (tmp_path / "scratch").mkdir()  # a sweep's scratch (contract/run_layout.py)
-    note, startup = startup_note_path(tmp_path / "scratch", "grpo.s0"), []
+    note, startup = SweepLayout.of_scratch(tmp_path / "scratch").note("grpo.s0"), []
     for i in range(25):
         _log(f"warm start {i}/25", startup, started=False, note=note)
     assert note.read_text() == "warm start 24/25" and len(startup) == 20  # the tag keeps the first 20
