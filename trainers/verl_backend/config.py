@@ -116,6 +116,12 @@ def resolved_rollout(verl: VerlConfig, gpus: bool | None = None) -> str:
     return GPU_ROLLOUT if (has_gpus(verl) if gpus is None else gpus) else CPU_ROLLOUT
 
 
+def needs_user_model(verl: VerlConfig) -> bool:
+    """Whether a trial needs ``model.path``: on GPUs with vLLM/SGLang, yes; the built-in tiny Qwen3 serves
+    verl's CPU platform and the zoo_hf check rollout on a GPU (configs/sweeps/verl_gpu_smoke.yaml)."""
+    return verl.device == "cuda" and verl.rollout != CPU_ROLLOUT
+
+
 def batch_shape(cfg: Any) -> dict[str, int | None]:
     """Per-trial batch sizes in verl's units, from the trainer and verl sections of a TrialConfig:
     train_batch_size (prompts), ppo_mini_batch_size (prompts), world (GPUs), the per-GPU response
@@ -139,9 +145,9 @@ def _require_user_inputs(cfg: Any, source: str) -> None:
     from evaluators.tasks import BENCHMARKS
 
     missing = []
-    if cfg.verl.device == "cuda" and cfg.model.path is None:
+    if needs_user_model(cfg.verl) and cfg.model.path is None:
         missing.append("model.path (a local Hugging Face model directory; the built-in tiny Qwen3 is only for "
-                       "verl's CPU platform, resources.gpus: 0)")
+                       "verl's CPU platform, resources.gpus: 0, and the zoo_hf check rollout, verl.rollout: zoo_hf)")
     files = [b for b in cfg.data.benchmarks if b not in BENCHMARKS and b not in cfg.data.eval_files]
     if files:
         missing.append(f"data.eval_files: a file for each of {files} (benchmarks of data.benchmarks that are not "

@@ -83,7 +83,7 @@ def cpu_runtime(num_trial_cpus_hint: int = 16) -> tuple[dict[str, str], list[str
         # verl's model config defaults to flash_attention_2 (CUDA only)
         "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
         "+critic.model.override_config.attn_implementation=sdpa",
-        # rollout: transformers generate (trainers/verl_backend/cpu/rollout.py), one replica
+        # rollout: transformers generate (trainers/verl_backend/hf_rollout.py), one replica
         "actor_rollout_ref.rollout.name=zoo_hf",
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
         "actor_rollout_ref.rollout.dtype=float32",

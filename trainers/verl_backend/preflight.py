@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainers.config import ConfigError, TrialConfig
+from trainers.verl_backend.config import needs_user_model
 
 
 SUPPORTED_VERL = "0.9.1"  # the version whose config schema, registries and loss signature we use
@@ -33,9 +34,10 @@ def check_verl_installed(source: str) -> None:
 
 
 def _check_inputs(cfg: TrialConfig, source: str) -> None:
-    if cfg.verl.device == "cuda" and cfg.model.path is None:
-        raise ConfigError(f"{source}: model.path: a verl trial on GPUs needs a local Hugging Face model directory "
-                          "(the built-in tiny Qwen3 is for verl's CPU platform, resources.gpus: 0); got none")
+    if needs_user_model(cfg.verl) and cfg.model.path is None:
+        raise ConfigError(f"{source}: model.path: a verl trial on GPUs with verl.rollout {cfg.verl.rollout!r} needs "
+                          "a local Hugging Face model directory (the built-in tiny Qwen3 is for verl's CPU platform, "
+                          "resources.gpus: 0, and the zoo_hf check rollout); got none")
 
 
 def preflight(configs: list[TrialConfig], source: str) -> None:

@@ -44,6 +44,8 @@ from trainers.verl_backend.verl_checks import (
 
 PLUGIN_MODULE = "trainers.verl_plugin"
 """Imported by every verl process (VERL_USE_EXTERNAL_MODULES): registers the zoo_<name> losses."""
+HF_ROLLOUT_MODULE = "trainers.verl_backend.hf_rollout"
+"""Registers the zoo_hf rollout when imported (the CPU platform's package imports it too)."""
 CONFIG_NAME = "ppo_trainer"
 """The config main_ppo composes (@hydra.main(config_path="config", config_name="ppo_trainer", version_base=None))."""
 ENTRY = "verl.trainer.main_ppo"
@@ -200,10 +202,12 @@ def runtime_overrides(checkpoint_dir: str, resume_path: str | None, ray_address:
 
 
 def trial_env(cfg: Any) -> dict[str, str]:
-    """Environment of the verl process: the plug-in module every verl process imports, entropy
+    """Environment of the verl process: the plug-in module every verl process imports (and the zoo_hf
+    rollout's when verl.rollout names it: on GPUs nothing else registers it), entropy
     forwarding for dhpo mixing='entropy', then cfg.verl.extra_env. The CPU platform's env
     (cpu_runtime) adds its own module: merge with merge_env, which joins the module lists."""
-    env = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE}
+    modules = [PLUGIN_MODULE] + ([HF_ROLLOUT_MODULE] if cfg.verl.rollout == CPU_ROLLOUT else [])
+    env = {"VERL_USE_EXTERNAL_MODULES": ",".join(modules)}
     if objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[1]:
         env[FORWARD_ENTROPY.name] = "1"
     return merge_env(env, cfg.verl.extra_env)

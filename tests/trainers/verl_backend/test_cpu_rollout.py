@@ -19,7 +19,7 @@ import trainers.verl_backend.cpu as cpu
 from evaluators.tasks import make_split
 from trainers.verl_backend.assets import tiny_qwen3
 from trainers.verl_backend.cpu.platform import PlatformCPU
-from trainers.verl_backend.cpu.rollout import ZooHFServer
+from trainers.verl_backend.hf_rollout import ZooHFServer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -216,3 +216,18 @@ def test_sampling_uses_only_verls_parameters(server):
     torch.manual_seed(0)
     assert max(ranks(-1)) >= 60  # near-uniform policy over ~100 tokens; a hidden top_k=50 caps it at ~50
     assert max(ranks(5)) < 5
+
+
+def test_server_device_cpu_stays_cpu_and_an_absent_accelerator_is_named(monkeypatch):
+    """The server's device: 'cpu' untouched; on an accelerator platform the worker's ids become the
+    visible devices before CUDA starts, and a platform device torch cannot see is a clear error."""
+    from trainers.verl_backend.hf_rollout import _server_device
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    assert _server_device("cpu", "3") == torch.device("cpu")
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "7"  # the CPU path leaves it alone
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the missing-device error cannot be provoked")
+    with pytest.raises(RuntimeError, match=r"platform's device is 'cuda' but torch sees none \(CUDA_VISIBLE_DEVICES='3'\)"):
+        _server_device("cuda", "3")
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "3"

@@ -293,6 +293,24 @@ def test_missing_user_inputs_are_named_together():
     with pytest.raises(ConfigError, match=r"missing required settings: data.eval_files") as err:
         validate_verl_section(cfg, "spec.yaml")
     assert "model.path" not in str(err.value)
+    cfg.verl.device, cfg.verl.rollout = "cuda", "zoo_hf"  # so does the check rollout on a GPU (verl_gpu_smoke)
+    with pytest.raises(ConfigError, match=r"missing required settings: data.eval_files") as err:
+        validate_verl_section(cfg, "spec.yaml")
+    assert "model.path" not in str(err.value)
+    cfg.verl.rollout = "vllm"
+    with pytest.raises(ConfigError, match=r"missing required settings: model.path"):
+        validate_verl_section(cfg, "spec.yaml")
+
+
+@pytest.mark.parametrize("rollout,modules", [
+    ("auto", "trainers.verl_plugin"),
+    ("vllm", "trainers.verl_plugin"),
+    ("zoo_hf", "trainers.verl_plugin,trainers.verl_backend.hf_rollout"),  # on a GPU nothing else registers it
+])
+def test_the_zoo_hf_rollout_module_is_imported_where_the_trial_names_it(rollout, modules):
+    cfg = trial(rollout=rollout)
+    assert T.trial_env(cfg)["VERL_USE_EXTERNAL_MODULES"] == modules
+    assert f"{R}.name={'vllm' if rollout == 'auto' else rollout}" in overrides(cfg)
 
 
 @pytest.mark.parametrize("verl,message", [

@@ -11,7 +11,7 @@ the driver and in every Ray worker, so importing this package there:
     3. registers the "cpu" platform (platform.py), selected by ``VERL_PLATFORM=cpu`` only;
     4. wraps ``torch.distributed.init_process_group`` to plain gloo while that platform is active;
     5. registers verl's FSDP engines for device "cpu" when verl imports them (engine.py);
-    6. registers the "zoo_hf" rollout (transformers generate, rollout.py) in both rollout registries.
+    6. registers the "zoo_hf" rollout (transformers generate, ../hf_rollout.py) in both rollout registries.
 
 Findings about verl 0.9.1 this path depends on (paths under verl/)
     TransferQueue  ``transfer_queue.enable`` (default False) does NOT turn it off: the default v1
@@ -72,13 +72,14 @@ from trainers.verl_backend.cpu.engine import install_fsdp_cpu_registration  # no
 from trainers.verl_backend.cpu.platform import (  # noqa: E402
     PLATFORM_NAME, PlatformCPU, cpu_platform_active, install_gloo_process_groups,
 )
-from trainers.verl_backend.cpu.rollout import NAME as ROLLOUT_NAME  # noqa: E402
-from trainers.verl_backend.cpu.rollout import register_zoo_hf_rollout  # noqa: E402
+# registers zoo_hf when its import ends; a module, not names: a Ray actor process that unpickles the
+# rollout server imports hf_rollout first, whose `import verl` imports this package midway through it
+import trainers.verl_backend.hf_rollout  # noqa: E402,F401
+from trainers.verl_backend.config import CPU_ROLLOUT as ROLLOUT_NAME  # noqa: E402
 from trainers.verl_backend.cpu_runtime import cpu_runtime  # noqa: E402
 
 install_gloo_process_groups()
 install_fsdp_cpu_registration()
-register_zoo_hf_rollout()
 
 __all__ = [
     "PLATFORM_NAME", "ROLLOUT_NAME", "SUPPORTED_VERL_VERSION", "PlatformCPU", "check_verl_version",

@@ -1,5 +1,10 @@
 """Rollout "zoo_hf": transformers ``generate`` behind verl's rollout-server interface (no vllm).
 
+The rollout of verl's CPU platform (trainers/verl_backend/cpu imports this module) and, on GPUs, a
+check/debug rollout for hosts without vLLM (``verl.rollout: zoo_hf``; the trial's
+VERL_USE_EXTERNAL_MODULES then names this module, whose import registers it). It generates one
+batch at a time with no paged KV cache: correct, not fast.
+
 verl 0.9.1 generates through rollout *replicas* (workers/rollout/replica.py) whose servers the
 agent loop calls with token ids (``server.generate.remote(prompt_ids=..., sampling_params=...,
 request_id=...) -> TokenOutput``), and syncs weights through a ``BaseRollout`` adapter that lives
@@ -10,8 +15,10 @@ both registries (``_ROLLOUT_REGISTRY[("zoo_hf", "async")]`` and ``RolloutReplica
     ZooHFReplica       one per rollout world (tp*dp*pp = 1 on CPU): starts one ZooHFServer actor on
                        the node of its actor worker (hybrid mode: the trainer's workers are the
                        replica's workers).
-    ZooHFServer        Ray actor holding its own copy of the HF model (fp32 unless rollout.dtype
-                       says otherwise); batches the requests that arrive together, groups them by
+    ZooHFServer        Ray actor holding its own copy of the HF model in rollout.dtype, on the
+                       platform's device: on CUDA the GPU of its actor worker (as verl's vLLM
+                       server: Ray leaves CUDA_VISIBLE_DEVICES alone, the replica passes the
+                       worker's GPU ids); batches the requests that arrive together, groups them by
                        sampling parameters, runs ``model.generate`` (left padding) in a thread and
                        returns the response ids (EOS included when generated) and, when asked
                        (``rollout.calculate_log_probs``), each token's log-prob
@@ -33,7 +40,9 @@ from typing import Any, Optional
 
 import ray
 import torch
+from verl.plugin.platform.platform_manager import get_platform
 from verl.utils.config import omega_conf_to_dataclass
+from verl.utils.device import get_visible_devices_keyword
 from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
@@ -43,6 +52,20 @@ _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bf
            "float16": torch.float16, "fp16": torch.float16}
 
 
+def _server_device(device: str, visible_devices: Optional[str]) -> torch.device:
+    """The server's torch device: 'cpu', or the platform's accelerator restricted to ``visible_devices``
+    (the actor worker's ids; set before CUDA initialises in this process)."""
+    if device == "cpu":
+        return torch.device("cpu")
+    if visible_devices:
+        os.environ[get_visible_devices_keyword()] = visible_devices
+    module = getattr(torch, device, None)
+    if module is None or not module.is_available():
+        raise RuntimeError(f"zoo_hf rollout: the platform's device is {device!r} but torch sees none "
+                           f"({get_visible_devices_keyword()}={os.environ.get(get_visible_devices_keyword())!r})")
+    return torch.device(device)
+
+
 def server_name(replica_rank: int) -> str:
     return f"zoo_hf_server_{ray.get_runtime_context().get_job_id()}_{replica_rank}"
 
@@ -50,7 +73,8 @@ def server_name(replica_rank: int) -> str:
 class ZooHFServer:
     """Ray actor: transformers generate for token-in/token-out requests (see module docstring)."""
 
-    def __init__(self, config, model_config, replica_rank: int = 0):
+    def __init__(self, config, model_config, replica_rank: int = 0, device: str = "cpu",
+                 visible_devices: Optional[str] = None):
         from transformers import AutoModelForCausalLM, GenerationConfig
         from verl.workers.config import HFModelConfig
 
@@ -58,11 +82,12 @@ class ZooHFServer:
         model_config = omega_conf_to_dataclass(model_config, dataclass_type=HFModelConfig)
         self.replica_rank = replica_rank
         self.global_steps: Optional[int] = None
+        self.device = _server_device(device, visible_devices)
         dtype = _DTYPES.get(str(self.config.dtype).lower(), torch.float32)
         self.model = AutoModelForCausalLM.from_pretrained(
             model_config.local_path, config=model_config.hf_config, dtype=dtype,
             trust_remote_code=model_config.trust_remote_code,
-        ).eval()
+        ).to(self.device).eval()
         tokenizer = model_config.tokenizer
         gen = getattr(model_config, "generation_config", None)
         eos = getattr(gen, "eos_token_id", None) if gen is not None else None
@@ -150,7 +175,8 @@ class ZooHFServer:
             eos_token_id=self.eos_ids, pad_token_id=self.pad_id, bos_token_id=None,
             return_dict_in_generate=True, output_logits=True,
         )
-        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_config)
+        out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                  generation_config=gen_config)
         new = out.sequences[:, width:]
         logits = torch.stack(out.logits, dim=1).float()  # [B, T, V], raw (before any processing)
         if sample:
@@ -189,7 +215,7 @@ class ZooHFServer:
     async def abort_request(self, request_id: str, reset_prefix_cache: bool = True) -> dict:
         return {"aborted": False, "request_id": request_id}
 
-    async def wake_up(self, tags: Optional[list[str]] = None) -> None:  # nothing to page in on CPU
+    async def wake_up(self, tags: Optional[list[str]] = None) -> None:  # the model stays resident
         return None
 
     async def sleep(self) -> None:
@@ -215,12 +241,20 @@ class ZooHFReplica(RolloutReplica):
             raise ValueError(f"zoo_hf rollout: tensor/data/pipeline parallel size must be 1 (world size {self.world_size})")
         if self.rollout_mode is None or not self.workers:
             raise NotImplementedError("zoo_hf rollout: only hybrid mode (rollout in the actor workers) is supported")
-        node_id = await self.workers[0].__ray_call__.remote(lambda _self: ray.get_runtime_context().get_node_id())
+        platform = get_platform()
+        resource = platform.ray_resource_name()
+        node_id, gpu_ids = await self.workers[0].__ray_call__.remote(
+            lambda _self: (ray.get_runtime_context().get_node_id(),
+                           ray.get_runtime_context().get_accelerator_ids().get(resource, [])))
         name = server_name(self.replica_rank)
+        # the server shares its worker's GPU (it asks Ray for none): Ray must not blank the visible devices
+        env_vars = {var: "1" for var in platform.ray_noset_envvars()}
         server = ray.remote(ZooHFServer).options(
             name=name, num_cpus=0, max_concurrency=self.max_concurrency,
             scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-        ).remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+            **({"runtime_env": {"env_vars": env_vars}} if env_vars else {}),
+        ).remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank,
+                 device=platform.device_name, visible_devices=",".join(str(i) for i in gpu_ids) or None)
         await server.set_global_steps.remote(0)  # waits for the model to load
         self.servers = [server]
         self._server_handle = server
@@ -267,3 +301,6 @@ def register_zoo_hf_rollout() -> None:
     """Register "zoo_hf" in verl's rollout-class and rollout-replica registries (idempotent)."""
     rollout_base._ROLLOUT_REGISTRY[(NAME, "async")] = f"{__name__}.ZooHFServerAdapter"
     RolloutReplicaRegistry.register(NAME, lambda: ZooHFReplica)
+
+
+register_zoo_hf_rollout()  # importing this module (VERL_USE_EXTERNAL_MODULES on GPUs) registers it

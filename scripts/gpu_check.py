@@ -1,0 +1,229 @@
+"""Acceptance check of the GPU path on any host with one CUDA GPU: one command, one summary.
+
+    python scripts/gpu_check.py                   # on the GPU host, from the project root
+    python scripts/gpu_check.py --dry-run         # anywhere: the plan and the GPU spec's main_ppo commands
+    python scripts/gpu_check.py --only verl-sweep,eval-hf --out runs/gpu_check
+
+Parts, in order (each ends ok, failed or skipped; its output goes to <out>/<part>.log):
+    cuda-tests  pytest tests/trainers/objectives/test_objectives_cuda.py tests/trainers/local/test_local_cuda.py
+    verl-sweep  sweep run verl_gpu_smoke.yaml: two verl trials (GRPO, DHPO-E), FSDP2 in bf16 with NCCL,
+                actor and reference on the GPU, the zoo_hf rollout on the GPU, validation, checkpoints,
+                MLflow on sqlite
+    eval-hf     sweep eval of the GRPO trial's last checkpoint, hf backend on CUDA (--smoke)
+    eval-vllm   the same with the vllm backend            (skipped where vllm is not importable)
+    verl-vllm   verl_gpu_smoke.yaml --smoke with the vLLM rollout (skipped where vllm is not importable)
+
+The summary (printed, and <out>/summary.json) gives each part's result and wall time, the GPU's peak
+memory in use while it ran (nvidia-smi, every 0.5 s; all processes), and for verl trials the mean
+verl step time, steps/s and the step-1 metrics (to compare with the same trial on CPU:
+verl_cpu_smoke.yaml). Exit status: 0 when no part failed, 1 when one did, 2 on bad arguments, 3 on
+a host without a CUDA GPU (nothing is run; --dry-run still works there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = "verl_gpu_smoke.yaml"
+SWEEP = "verl_gpu_smoke"
+EVAL_TRIAL = "grpo.s0"
+NO_GPU_EXIT = 3
+CUDA_TESTS = ["tests/trainers/objectives/test_objectives_cuda.py", "tests/trainers/local/test_local_cuda.py"]
+STEP_KEYS = ("actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm", "critic/score/mean",
+             "response_length/mean", "training/rollout_probs_diff_max", "perf/max_memory_allocated_gb")
+PARTS = ("cuda-tests", "verl-sweep", "eval-hf", "eval-vllm", "verl-vllm")
+TIMEOUT_S = {"cuda-tests": 600, "verl-sweep": 1200, "eval-hf": 600, "eval-vllm": 900, "verl-vllm": 1200}
+
+
+@dataclass
+class Part:
+    name: str
+    status: str = "skipped"
+    why: str = ""
+    wall_s: float | None = None
+    gpu_mem_peak_mib: float | None = None
+    trials: dict = field(default_factory=dict)
+
+
+def sweep_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sweeps.cli", *args]
+
+
+def plan(out: Path, ray_temp: Path) -> dict[str, list[str]]:
+    """The command of each part."""
+    run_dir, vllm_dir = out / "runs", out / "runs-vllm"
+    common = ["--no-progress", "--ray-temp-dir", str(ray_temp)]
+    evaluate = ["eval", EVAL_TRIAL, "--sweep", SWEEP, "--run-dir", str(run_dir), "--smoke",
+                "--benchmarks", "easy,hard", "--no-progress"]
+    return {
+        "cuda-tests": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *CUDA_TESTS],
+        "verl-sweep": sweep_cmd("run", SPEC, "--run-dir", str(run_dir), *common),
+        "eval-hf": sweep_cmd(*evaluate, "--backend", "hf", "--device", "cuda"),
+        "eval-vllm": sweep_cmd(*evaluate, "--backend", "vllm"),
+        "verl-vllm": sweep_cmd("run", SPEC, "base.verl.rollout=vllm", "--smoke", "--run-dir", str(vllm_dir), *common),
+    }
+
+
+class GpuMemory:
+    """Peak of the GPU's memory in use (MiB, all processes) while the block runs, from nvidia-smi."""
+
+    def __init__(self, every_s: float = 0.5):
+        self.every_s, self.peak, self._stop = every_s, None, threading.Event()
+        self._smi = shutil.which("nvidia-smi")
+
+    def _sample(self) -> float | None:
+        try:
+            out = subprocess.run([self._smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            return max(float(x) for x in out.split())
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            value = self._sample()
+            if value is not None:
+                self.peak = value if self.peak is None else max(self.peak, value)
+
+    def __enter__(self):
+        if self._smi:
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._smi:
+            self._thread.join()
+
+
+def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float) -> None:
+    """Run one part's command (its own process group), its output into ``log``; fill status and figures."""
+    print(f"[gpu_check] {part.name}: {' '.join(cmd)}", flush=True)
+    start = time.monotonic()
+    with open(log, "w") as sink, GpuMemory() as memory:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            code = None
+    part.wall_s, part.gpu_mem_peak_mib = round(time.monotonic() - start, 1), memory.peak
+    if code == 0:
+        part.status = "ok"
+    else:
+        part.status = "failed"
+        part.why = f"timed out after {timeout_s:g} s" if code is None else f"exit {code}"
+        tail = log.read_text(errors="replace").splitlines()[-25:]
+        print("\n".join(f"    | {line}" for line in tail), flush=True)
+    print(f"[gpu_check] {part.name}: {part.status} in {part.wall_s} s", flush=True)
+
+
+def trial_figures(run_dir: Path, sweep: str) -> dict:
+    """Per verl trial: steps logged, mean verl step time (timing_s/step), steps/s, step-1 metrics and
+    the validation before training, from its attempt-*/metrics.jsonl files."""
+    out = {}
+    for trial in sorted((run_dir / sweep / "trials").glob("*")):
+        rows = []
+        for path in sorted(trial.glob("attempt-*/metrics.jsonl")):
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        steps = {r["step"]: r["data"] for r in rows}
+        times = [d["timing_s/step"] for d in steps.values() if "timing_s/step" in d]
+        first = steps.get(1, {})
+        out[trial.name] = {
+            "steps": max((s for s, d in steps.items() if "timing_s/step" in d), default=0),
+            "step_time_s": round(sum(times) / len(times), 3) if times else None,
+            "steps_per_s": round(len(times) / sum(times), 3) if times else None,
+            "step1": {k: first[k] for k in STEP_KEYS if k in first},
+            "val_before_train": {k: v for k, v in steps.get(0, {}).items() if k.startswith("val-core/")},
+        }
+    return out
+
+
+def summary_text(parts: list[Part], device: str) -> str:
+    lines = [f"GPU check on {device}", f"{'part':<11} {'result':<8} {'wall s':>7} {'GPU MiB':>8}  notes"]
+    for p in parts:
+        mem = f"{p.gpu_mem_peak_mib:.0f}" if p.gpu_mem_peak_mib is not None else "-"
+        wall = f"{p.wall_s:.0f}" if p.wall_s is not None else "-"
+        lines.append(f"{p.name:<11} {p.status:<8} {wall:>7} {mem:>8}  {p.why}")
+        for trial, fig in p.trials.items():
+            s1 = fig["step1"]
+            lines.append(f"    {trial}: {fig['steps']} steps, {fig['step_time_s']} s/step ({fig['steps_per_s']} steps/s); "
+                         f"step 1 pg_loss {s1.get('actor/pg_loss')}, entropy {s1.get('actor/entropy')}, "
+                         f"verl max memory {s1.get('perf/max_memory_allocated_gb')} GB")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="Where logs, runs and summary.json go.")
+    parser.add_argument("--ray-temp-dir", type=Path, default=None, help="Ray's temp dir (default <out>/ray; keep it short).")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"Comma-separated parts to run (default all: {','.join(PARTS)}).")
+    parser.add_argument("--dry-run", action="store_true", help="Print the plan and the GPU spec's main_ppo commands; run nothing on the GPU.")
+    args = parser.parse_args(argv)
+    only = [p for p in args.only.split(",") if p]
+    unknown = [p for p in only if p not in PARTS]
+    if unknown:
+        parser.error(f"--only: unknown part(s) {unknown}; expected some of {list(PARTS)}")
+    out = args.out.resolve()
+    commands = plan(out, (args.ray_temp_dir or out / "ray").resolve())
+
+    if args.dry_run:
+        for name in PARTS:
+            print(f"{name}: {' '.join(commands[name])}" + ("" if name in only else "   (not selected)"))
+        return subprocess.run(sweep_cmd("run", SPEC, "--dry-run", "--run-dir", str(out / "runs")), cwd=REPO).returncode
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print(f"[gpu_check] no CUDA GPU on this host (torch {torch.__version__}, torch.cuda.is_available() is False): "
+              f"nothing run. `python scripts/gpu_check.py --dry-run` shows the plan.", file=sys.stderr)
+        return NO_GPU_EXIT
+    device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}"
+    import importlib.util
+
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [Part(name) for name in PARTS]
+    for part in parts:
+        if part.name not in only:
+            part.why = "not selected (--only)"
+            continue
+        if part.name in ("eval-vllm", "verl-vllm") and not has_vllm:
+            part.why = "vllm is not importable here"
+            continue
+        if part.name.startswith("eval-") and next(p for p in parts if p.name == "verl-sweep").status == "failed":
+            part.why = "verl-sweep failed (no checkpoint to evaluate)"
+            continue
+        run_part(part, commands[part.name], out / f"{part.name}.log", TIMEOUT_S[part.name])
+        if part.name == "verl-sweep":
+            part.trials = trial_figures(out / "runs", SWEEP)
+        if part.name == "verl-vllm":
+            part.trials = trial_figures(out / "runs-vllm", SWEEP + "_smoke")  # --smoke names it so
+
+    (out / "summary.json").write_text(json.dumps({"device": device, "parts": [asdict(p) for p in parts]}, indent=2))
+    print(summary_text(parts, device))
+    print(f"[gpu_check] details: {out / 'summary.json'}, logs: {out}/<part>.log")
+    return 1 if any(p.status == "failed" for p in parts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
