@@ -15,7 +15,7 @@ Parts, in order (each ends ok, failed or skipped; its output goes to <out>/<part
 
 The summary (printed, and <out>/summary.json) gives each part's result and wall time, the GPU's peak
 memory in use while it ran (nvidia-smi, every 0.5 s; all processes), and for verl trials the mean
-verl step time, steps/s and the step-1 metrics (to compare with the same trial on CPU:
+and median verl step time, steps/s and the step-1 metrics (to compare with the same trial on CPU:
 verl_cpu_smoke.yaml). Exit status: 0 when no part failed, 1 when one did, 2 on bad arguments, 3 on
 a host without a CUDA GPU (nothing is run; --dry-run still works there).
 """
@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -41,7 +42,7 @@ EVAL_TRIAL = "grpo.s0"
 NO_GPU_EXIT = 3
 CUDA_TESTS = ["tests/trainers/objectives/test_objectives_cuda.py", "tests/trainers/local/test_local_cuda.py"]
 STEP_KEYS = ("actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm", "critic/score/mean",
-             "response_length/mean", "training/rollout_probs_diff_max", "perf/max_memory_allocated_gb")
+             "response_length/mean", "training/rollout_probs_diff_max", "actor/perf/max_memory_allocated_gb")
 PARTS = ("cuda-tests", "verl-sweep", "eval-hf", "eval-vllm", "verl-vllm")
 TIMEOUT_S = {"cuda-tests": 600, "verl-sweep": 1200, "eval-hf": 600, "eval-vllm": 900, "verl-vllm": 1200}
 
@@ -150,6 +151,7 @@ def trial_figures(run_dir: Path, sweep: str) -> dict:
         out[trial.name] = {
             "steps": max((s for s, d in steps.items() if "timing_s/step" in d), default=0),
             "step_time_s": round(sum(times) / len(times), 3) if times else None,
+            "step_time_median_s": round(statistics.median(times), 3) if times else None,  # without the warm-up
             "steps_per_s": round(len(times) / sum(times), 3) if times else None,
             "step1": {k: first[k] for k in STEP_KEYS if k in first},
             "val_before_train": {k: v for k, v in steps.get(0, {}).items() if k.startswith("val-core/")},
@@ -165,9 +167,10 @@ def summary_text(parts: list[Part], device: str) -> str:
         lines.append(f"{p.name:<11} {p.status:<8} {wall:>7} {mem:>8}  {p.why}")
         for trial, fig in p.trials.items():
             s1 = fig["step1"]
-            lines.append(f"    {trial}: {fig['steps']} steps, {fig['step_time_s']} s/step ({fig['steps_per_s']} steps/s); "
-                         f"step 1 pg_loss {s1.get('actor/pg_loss')}, entropy {s1.get('actor/entropy')}, "
-                         f"verl max memory {s1.get('perf/max_memory_allocated_gb')} GB")
+            lines.append(f"    {trial}: {fig['steps']} steps, {fig['step_time_s']} s/step, median "
+                         f"{fig['step_time_median_s']} s ({fig['steps_per_s']} steps/s); step 1 pg_loss "
+                         f"{s1.get('actor/pg_loss')}, entropy {s1.get('actor/entropy')}, actor max memory "
+                         f"{s1.get('actor/perf/max_memory_allocated_gb')} GB")
     return "\n".join(lines)
 
 

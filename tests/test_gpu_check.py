@@ -99,15 +99,18 @@ def test_trial_figures_read_every_attempt_of_each_trial(tmp_path):
         path.write_text("".join(json.dumps({"step": s, "data": d}) + "\n" for s, d in rows))
 
     write("grpo.s0", 1, [(0, {"val-core/easy/acc/mean@1": 0.25, "val-aux/x": 1}),
-                         (1, {"timing_s/step": 2.0, "actor/pg_loss": -0.5, "actor/entropy": 1.5, "other": 3}),
+                         (1, {"timing_s/step": 2.0, "actor/pg_loss": -0.5, "actor/entropy": 1.5, "other": 3,
+                              "actor/perf/max_memory_allocated_gb": 0.07}),
                          (2, {"timing_s/step": 1.0})])
     write("grpo.s0", 2, [(3, {"timing_s/step": 3.0})])  # a resumed attempt
     write("dhpo.s0", 1, [(0, {"val-core/easy/acc/mean@1": 0.5})])  # failed before step 1
     figures = gpu_check.trial_figures(tmp_path / "runs", "s")
-    assert figures["grpo.s0"] == {"steps": 3, "step_time_s": 2.0, "steps_per_s": 0.5,
-                                  "step1": {"actor/pg_loss": -0.5, "actor/entropy": 1.5},
+    assert figures["grpo.s0"] == {"steps": 3, "step_time_s": 2.0, "step_time_median_s": 2.0, "steps_per_s": 0.5,
+                                  "step1": {"actor/pg_loss": -0.5, "actor/entropy": 1.5,
+                                            "actor/perf/max_memory_allocated_gb": 0.07},
                                   "val_before_train": {"val-core/easy/acc/mean@1": 0.25}}
     assert figures["dhpo.s0"]["steps"] == 0 and figures["dhpo.s0"]["step_time_s"] is None
     text = gpu_check.summary_text([gpu_check.Part("verl-sweep", "ok", "", 10.0, 2048.0, figures)], "GPU X")
     assert "verl-sweep  ok            10     2048" in text
-    assert "grpo.s0: 3 steps, 2.0 s/step (0.5 steps/s); step 1 pg_loss -0.5, entropy 1.5" in text
+    assert ("grpo.s0: 3 steps, 2.0 s/step, median 2.0 s (0.5 steps/s); step 1 pg_loss -0.5, entropy 1.5, "
+            "actor max memory 0.07 GB") in text
