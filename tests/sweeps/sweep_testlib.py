@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -70,6 +71,21 @@ def short_ray_dir() -> Path:
     path = Path(tempfile.mkdtemp(dir=root))
     CREATED.append(path)
     return path
+
+
+def seed_verl_base(cwd: Path) -> Path:
+    """Put the verl backend's default tiny base (the warm-started tiny Qwen3 of ``verl.tiny_warm_start_steps``)
+    into ``cwd``'s default cache, as a first ``sweep run`` there would build it: built once under the
+    repository's own cache (where tests/trainers/verl_backend/test_assets.py checks that build) and
+    copied, so end-to-end verl tests do not each spend a minute rebuilding the same bytes."""
+    from trainers.verl_backend.assets import tiny_qwen3
+    from trainers.verl_backend.config import VerlConfig
+
+    steps = VerlConfig().tiny_warm_start_steps
+    built = tiny_qwen3(REPO / VerlConfig.cache_dir / "models", warm_start_steps=steps, log=lambda _: None)
+    target = cwd / VerlConfig.cache_dir / "models" / built.name
+    shutil.copytree(built, target, dirs_exist_ok=True)
+    return target
 
 
 def short_cwd() -> Path:

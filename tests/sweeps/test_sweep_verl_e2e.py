@@ -5,7 +5,9 @@ Real verl main_ppo (its CPU platform, our transformers rollout), a real local Ra
 MLflow sqlite store. The driver is killed (SIGKILL, no chance to clean up) while the GRPO trial is
 between two checkpoints; the same command then finishes the sweep: the interrupted trial resumes
 from verl's own checkpoint (``global_step_N``), every step lands in MLflow exactly once, the
-child runs carry the contract's curves and ``val/<bench>/acc``, and the table is written.
+child runs carry the contract's curves and ``val/<bench>/acc``, and the table is written. The tiny
+base a first run builds is put in the working directory's cache beforehand (sweep_testlib.seed_verl_base:
+the same bytes, built once for the suite; the build is tests/trainers/verl_backend/test_assets.py's).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import subprocess
 
 import pytest
 
-from sweep_testlib import children, client_for, short_cwd, steps_of, store_ready, subprocess_env, sweep_exe, wait_for
+from sweep_testlib import (
+    children, client_for, seed_verl_base, short_cwd, steps_of, store_ready, subprocess_env, sweep_exe, wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -39,6 +43,7 @@ def _running_past(client, step: int):
 
 def test_verl_cpu_smoke_runs_as_documented_survives_a_killed_driver_and_resumes_from_verl_checkpoints(tmp_path):
     cwd = short_cwd()
+    seed_verl_base(cwd)
     client = client_for(cwd / "runs")
     log = tmp_path / "first.log"
     first = subprocess.Popen([sweep_exe(), "run", SPEC], cwd=cwd, env=subprocess_env(), start_new_session=True,

@@ -50,7 +50,7 @@ class VerlConfig:
     n_gpus_per_node: int = 1
     """GPUs per node per trial (verl trainer.n_gpus_per_node; logical GPUs on a CPU trial)."""
     rollout: str = "auto"
-    """Rollout engine: 'auto' (vllm when the trial has GPUs, zoo_hf on CPU), 'vllm', 'sglang' or 'zoo_hf'."""
+    """Rollout engine: 'auto' (vllm when the trial has GPUs, zoo_hf on CPU), 'vllm', 'sglang' or 'zoo_hf' (on GPUs: a check/debug rollout, not for throughput)."""
     tensor_parallel_size: int = 1
     """Tensor parallelism of each rollout replica (verl rollout.tensor_model_parallel_size)."""
     gpu_memory_utilization: float = 0.6
