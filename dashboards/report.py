@@ -36,7 +36,7 @@ from dashboards.report_config import (  # noqa: F401  (the spec's report: sectio
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
 )
 from dashboards.static_figures import write_static_figures
-from dashboards.sweep_tables import table_from_sweep, with_declared_benchmarks
+from dashboards.sweep_tables import failed_trials, table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
 
 NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI
@@ -74,18 +74,24 @@ def build_figures(history, cfg: ReportConfig, model: str | None = None) -> list[
     return [(spec.name, cv.plotly_figure(spec)) for spec in figure_specs(history, cfg, model)]
 
 
-def curve_history(history: pd.DataFrame, table, cfg: ReportConfig) -> tuple[pd.DataFrame, str | None]:
-    """The runs the curves draw, and a note when some are left out: with one line per method and a
-    table that shows one config per method (its best, see its footnote), that config's runs only."""
+def curve_history(data: SweepData, table, cfg: ReportConfig) -> tuple[pd.DataFrame, list[str]]:
+    """The runs the curves draw, and a note for each kind left out: FAILED trials (as in the table),
+    and, with one line per method and a table that shows one config per method (its best, see its
+    footnote), the other configs' runs."""
+    history, notes = data.history, []
+    failed = failed_trials(data.trials)
+    if len(failed) and not history.empty:
+        history = history[~history["run_id"].isin(set(failed["run_id"]))]
+        notes.append(f"{len(failed)} FAILED trial(s) not drawn (the table leaves them out too: its footnote names them).")
     if cfg.by != "method" or cfg.table.rows != "method" or history.empty:
-        return history, None
+        return history, notes
     shown = {(r.model, r.label): set(r.config.split(",")) for r in table.rows if not r.is_base and r.config}
     pairs = list(zip(history["model"].astype(str), history["method"].astype(str), history["config"].astype(str)))
     keep = [(m, me) not in shown or c in shown[(m, me)] for m, me, c in pairs]
     if all(keep):
-        return history, None
-    return history[keep], ("Curves of a method with several configs show the config the table shows "
-                            "(its footnote names it); the others are not drawn.")
+        return history, notes
+    return history[keep], notes + ["Curves of a method with several configs show the config the table shows "
+                                   "(its footnote names it); the others are not drawn."]
 
 
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1280px;color:#222}
@@ -116,7 +122,7 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         if fmt in cfg.formats:
             paths[fmt] = out / name
             paths[fmt].write_text(text(), encoding="utf-8")
-    history, curve_note = curve_history(data.history, table, cfg)
+    history, curve_notes = curve_history(data, table, cfg)
     models = [str(m) for m in pd.unique(history["model"])]
     sections, specs, notes = [], [], []
     for model in models:
@@ -131,8 +137,7 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     missing = [k for k in cfg.curves if k not in set(data.history["key"])]
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
-    if curve_note:
-        notes.append(curve_note)
+    notes += curve_notes
     paths.update(write_static_figures(specs, out, cfg.formats))
     if "html" in cfg.formats:
         paths["html"] = out / "report.html"

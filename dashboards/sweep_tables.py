@@ -123,11 +123,16 @@ def with_declared_benchmarks(data, cfg: TableConfig) -> TableConfig:
     return replace(cfg, benchmarks=(order + rest) or None)
 
 
+def failed_trials(trials):
+    """The FAILED rows of a sweep's trials (crash, divergence, stall): no table mean and no curve has them."""
+    return trials[trials["status"].eq("FAILED")] if "status" in trials else trials.iloc[:0]
+
+
 def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
     """Table straight from `collect(...)` output (a SweepData); benchmark columns as in
     `with_declared_benchmarks`."""
     cfg = with_declared_benchmarks(data, (cfg or TableConfig()).validate())
-    failed = data.trials[data.trials["status"].eq("FAILED")] if "status" in data.trials else data.trials.iloc[:0]
+    failed = failed_trials(data.trials)
     history = data.history[~data.history["run_id"].isin(set(failed["run_id"]))] if len(failed) else data.history
     results, scores = results_from_history(history, cfg)
     table = build_table(results, cfg, scores=scores, params=data.trials)

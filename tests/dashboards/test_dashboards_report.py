@@ -11,6 +11,7 @@ install command as the reason, elsewhere (local development).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -162,6 +163,31 @@ def test_html_curves_end_at_the_tables_values(report, known_data):
     grpo = [t for t in traces if t.get("name") == "GRPO" and t["yaxis"] == "y3"]
     assert len(grpo) == 1 and "Curves of a method with several configs show the config the table shows" \
         in paths["html"].read_text()
+
+
+def test_failed_trials_are_not_drawn_as_the_table_leaves_them_out(known_data, tmp_path):
+    """A FAILED trial's steps are in the store, but neither the table's mean nor the curves have them: the
+    accuracy line of its method ends at its other seed's value, the table's cell, and a note says so."""
+    cfg = ReportConfig.from_dict({"curves": ["val/avg/acc"], "formats": ["html"]})
+    table = table_from_sweep(known_data, cfg.table)
+    row = next(r for r in table.rows if r.model == "m-small" and not r.is_base and "," not in r.config)
+    trials = known_data.trials.copy()
+    runs = trials.index[(trials["config"] == row.config) & (trials["model"] == "m-small")]
+    assert len(runs) == 2
+    trials.loc[runs[0], "status"] = "FAILED"
+    kept = trials.loc[runs[1], "run_id"]
+    data = dataclasses.replace(known_data, trials=trials)
+    paths = write_report(data, tmp_path, cfg)
+    page = paths["html"].read_text()
+    h = known_data.history
+    final = h[(h["run_id"] == kept) & (h["key"] == VAL_AVG) & (h["step"] == 10)]["value"]
+    traces = html_traces(page, "fig-0")
+    line = next(t for t in traces if t.get("name") == row.label and t["yaxis"] == "y")
+    assert line["y"][-1] == pytest.approx(100 * final.item())
+    after = next(r for r in table_from_sweep(data, cfg.table).rows if (r.model, r.label) == (row.model, row.label))
+    assert line["y"][-1] == pytest.approx(100 * after.cells[AVG].mean)
+    assert line["y"][-1] != pytest.approx(100 * row.cells[AVG].mean)  # the two seeds' mean: what it drew before
+    assert "1 FAILED trial(s) not drawn" in page
 
 
 def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_data, tmp_path):
