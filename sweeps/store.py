@@ -48,6 +48,8 @@ VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"  # where the MLflow UI keeps a sa
 CURVES_VIEW_ID = "sweep-curves"  # the saved view of the curves, grouped by method (sweeps/ui_views.py)
 CURVES_VIEW_TAG = f"mlflow.sharedViewState.{CURVES_VIEW_ID}"
 TRIALS_FILTER = "tags.role = 'trial'"
+CURVES_FILTER = f"{TRIALS_FILTER} and attributes.status != 'FAILED'"
+"""The curves view's runs: FAILED trials are left out of its means and bands, as the table and the report's figures leave them out."""
 BY_RUN_NAME = "tags.`mlflow.runName`"  # the UI's sort key of the Run Name column
 
 

@@ -48,7 +48,7 @@ from contract.metrics import (
     val_metrics,
 )
 from sweeps.spec import SweepSpec
-from sweeps.store import BY_RUN_NAME, CURVES_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
+from sweeps.store import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
 
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
 VIEW_NAME = "Sweep trials"
@@ -112,7 +112,7 @@ def curves_view_state(spec: SweepSpec) -> dict:
     shown = [c["metricKey"] for c in charts]
     methods = dict.fromkeys(t.method for t in spec.trials)
     columns = trials_view_state(spec)["selectedColumns"]  # its table mode: each method's averages
-    return {"searchFilter": TRIALS_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
+    return {"searchFilter": CURVES_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
             "selectedColumns": columns, "columnOrder": columns,
             "runsHiddenMode": "SHOW_ALL",  # every method's group in the charts (default: the first 10 rows)
             "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": GROUP_TAG}]},

@@ -270,7 +270,7 @@ def test_experiment_carries_the_curves_view(ui):
     view, trials = json.loads(tags[CURVES_VIEW_TAG]), json.loads(tags[VIEW_TAG])
     assert view["name"] == "Sweep curves" and view["createdAt"] > trials["createdAt"]  # newest first in "Views"
     state = view_state(tags[CURVES_VIEW_TAG])
-    assert state["searchFilter"] == "tags.role = 'trial'"
+    assert state["searchFilter"] == "tags.role = 'trial' and attributes.status != 'FAILED'"
     assert state["groupBy"] == {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": "method"}]}
     assert state["useGroupedValuesInCharts"] is True and state["runsHiddenMode"] == "SHOW_ALL"
     assert state["groupsExpanded"] == {f"tag.method.{t.method}": False for t in ui["trials"].values()}
@@ -382,3 +382,21 @@ def test_a_rerun_tags_an_experiment_recorded_before(tmp_path):
     tags = MlflowClient(uri).get_experiment(exp_id).tags
     assert tags[KIND_TAG] == MODEL_TRAINING and json.loads(json.loads(tags[VIEW_TAG])["state"])["searchFilter"]
     assert view_state(tags[CURVES_VIEW_TAG])["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "method"}]
+
+
+def test_the_curves_views_filter_leaves_failed_trials_out_of_a_real_store(tmp_path):
+    """The curves view's search, run by MLflow's own search on a sqlite store: running, finished and
+    killed trials stay (a sweep in progress is drawn), a FAILED trial goes (the table leaves it out too),
+    and so does every run that is not a trial."""
+    from sweeps.ui_views import curves_view_state
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "configs" / "sweeps" / "dhpo_vs_baselines.yaml")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.create_experiment("x", artifact_location=str(tmp_path / "artifacts"))
+    for status in ("FINISHED", "FAILED", "RUNNING", "KILLED"):
+        run = client.create_run(exp, tags={"role": "trial"}, run_name=status)
+        if status != "RUNNING":
+            client.set_terminated(run.info.run_id, status=status)
+    client.create_run(exp, tags={"role": "sweep"}, run_name="parent")
+    found = client.search_runs([exp], curves_view_state(spec)["searchFilter"])
+    assert sorted(r.info.run_name for r in found) == ["FINISHED", "KILLED", "RUNNING"]
