@@ -15,12 +15,10 @@ stamp=.venv/.setup-$(cat pyproject.toml constraints.txt scripts/setup.sh | sha1s
 if [ -f "$stamp" ]; then
   exit 0
 fi
-# --no-compile: no bytecode for every installed file up front (half of set-up's time); Python
-# compiles what it imports, once, on first import.
-$PIP install -q --no-compile torch==2.13.0
+$PIP install -q torch==2.13.0
 # The project, its test tools, the verl plug-in with verl's own (core) dependencies and the
 # PostgreSQL driver of the server extra, in one resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
-$PIP install -q --no-compile -c constraints.txt -e ".[dev,verl,server]"
+$PIP install -q -c constraints.txt -e ".[dev,verl,server]"
 # verl requires ray[default]. With Ray's dashboard packages importable, every local cluster also
 # starts the dashboard head, the dashboard agent and the autoscaler monitor with Prometheus metrics
 # ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
