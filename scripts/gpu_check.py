@@ -36,6 +36,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: the project's packages live at the repo root
+    sys.path.insert(0, str(REPO))
+
+from contract.run_layout import RunLayout  # noqa: E402  (pure pathlib)
+
 SPEC = "verl_gpu_smoke.yaml"
 SWEEP = "verl_gpu_smoke"
 EVAL_TRIAL = "grpo.s0"
@@ -141,7 +146,7 @@ def trial_figures(run_dir: Path, sweep: str) -> dict:
     """Per verl trial: steps logged, mean verl step time (timing_s/step), steps/s, step-1 metrics and
     the validation before training, from its attempt-*/metrics.jsonl files."""
     out = {}
-    for trial in sorted((run_dir / sweep / "trials").glob("*")):
+    for trial in sorted(RunLayout(run_dir).sweep(sweep).trials.glob("*")):
         rows = []
         for path in sorted(trial.glob("attempt-*/metrics.jsonl")):
             rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
