@@ -114,8 +114,37 @@ class GpuMemory:
             self._thread.join()
 
 
-def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float) -> None:
-    """Run one part's command (its own process group), its output into ``log``; fill status and figures."""
+def group_members(pgid: int) -> list[int]:
+    """Live processes (not zombies) of process group ``pgid``, from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid pgrp ...
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def end_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM a part's whole process group, SIGKILL what is left of it after ``grace_s`` (children that
+    outlive or ignore the leader's end included), and return once none of it runs."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while (proc.poll() is None or group_members(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if proc.poll() is None or group_members(proc.pid):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30  # a killed process is gone once the kernel has run it once more
+    while group_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float, grace_s: float = 30) -> None:
+    """Run one part's command (its own process group), its output into ``log``; fill status and figures.
+    Past ``timeout_s`` the group gets SIGTERM, and SIGKILL after ``grace_s``."""
     print(f"[gpu_check] {part.name}: {' '.join(cmd)}", flush=True)
     start = time.monotonic()
     with open(log, "w") as sink, GpuMemory() as memory:
@@ -124,12 +153,7 @@ def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float) -> None:
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            end_group(proc, grace_s)
             code = None
     part.wall_s, part.gpu_mem_peak_mib = round(time.monotonic() - start, 1), memory.peak
     if code == 0:

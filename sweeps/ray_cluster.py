@@ -121,6 +121,9 @@ def prepare_environment(run_dir: Path) -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("MPLCONFIGDIR", str(RunLayout(run_dir).cache("matplotlib").resolve()))
+    # torch's compile caches default to $TMPDIR/torchinductor_$USER (made when torch looks there)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(RunLayout(run_dir).cache("torchinductor").resolve()))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(RunLayout(run_dir).cache("triton").resolve()))
 
 
 @dataclass(frozen=True)

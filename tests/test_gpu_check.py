@@ -79,12 +79,14 @@ def test_a_failing_part_is_failed_with_its_exit_code_and_log(tmp_path, capsys):
 
 
 def test_a_part_past_its_time_is_ended_with_its_children(tmp_path):
+    """The part's leader ends on SIGTERM; its child ignores SIGTERM and outlives it, and is killed too."""
     pid_file = tmp_path / "child.pid"
+    child_code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
     code = ("import subprocess, sys, time; "
-            f"c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+            f"c = subprocess.Popen([sys.executable, '-c', {child_code!r}]); "
             f"open({str(pid_file)!r}, 'w').write(str(c.pid)); time.sleep(120)")
     part = gpu_check.Part("verl-sweep")
-    gpu_check.run_part(part, [sys.executable, "-c", code], tmp_path / "p.log", 3)
+    gpu_check.run_part(part, [sys.executable, "-c", code], tmp_path / "p.log", 3, grace_s=2)
     assert (part.status, part.why) == ("failed", "timed out after 3 s")
     child = int(pid_file.read_text())
     assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text().lower()

@@ -58,5 +58,5 @@ def test_main_command_smoke_from_a_fresh_clone():
         assert all(f"| {m} |" in md for m in METHODS)
         assert _listing(Path.home() / ".ray") == ray_home_before  # Ray wrote nothing to ~/.ray (token, sessions)
     finally:
-        subprocess.run(["pkill", "-9", "-f", str(clone)], check=False)
+        subprocess.run(["pkill", "-9", "-f", f"{clone}/"], check=False)  # its .venv's and runs/' processes, not m10's
         shutil.rmtree(clone, ignore_errors=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from sweep_testlib import REPO, short_ray_dir, steps_of, subprocess_env, sweep_exe, wait_for
+from sweep_testlib import REPO, kill_pids, pids_under, short_ray_dir, steps_of, subprocess_env, sweep_exe, wait_for
 
 SECRET = "s3cret-" + secrets.token_hex(4)
 VENV_BIN = REPO / ".venv" / "bin"
@@ -30,27 +30,6 @@ def free_port() -> int:
 
 def venv_exe(name: str) -> str:
     return str(VENV_BIN / name) if (VENV_BIN / name).exists() else name
-
-
-def pids_under(marker: str) -> list[int]:
-    """Processes whose command line names ``marker`` (a temp dir of this test)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
-
-
-def kill_pids(pids) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 class MlflowServer:

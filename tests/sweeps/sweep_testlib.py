@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
-import subprocess
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -156,9 +157,33 @@ def wait_for(predicate, timeout: float, interval: float = 0.5):
     raise TimeoutError(f"condition not met within {timeout}s")
 
 
+def pids_under(marker: str | Path) -> list[int]:
+    """Processes (not this one) whose command line names ``marker`` whole, such as a temp dir of this test:
+    ``.rt/c1`` does not name ``.rt/c16/...``, another pytest worker's directory (a substring match did, and
+    one test's clean-up killed the other's Ray)."""
+    pattern = re.compile(re.escape(str(marker)) + r"(?!\w)")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if pattern.search((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def kill_pids(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def kill_ray_processes(marker: Path) -> None:
     """Kill leftover Ray processes of a killed driver (their command lines hold the temp dir)."""
-    subprocess.run(["pkill", "-9", "-f", str(marker)], check=False)
+    kill_pids(pids_under(marker))
 
 
 def sweep_command(spec: Path, run_dir: Path, ray_dir: Path) -> list[str]:

@@ -29,16 +29,17 @@ from sweep_testlib import (children, client_for, refusal_without_token, short_cw
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def sweep(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`sweep ARGS` in ``cwd`` with stdout/stderr piped (not a terminal)."""
-    return subprocess.run([sweep_exe(), *args], cwd=cwd, env=subprocess_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+def sweep(cwd: Path, *args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`sweep ARGS` in ``cwd`` with stdout/stderr piped (not a terminal); ``env`` on top of the test's."""
+    return subprocess.run([sweep_exe(), *args], cwd=cwd, env={**subprocess_env(), **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def sweep_in_pty(cwd: Path, *args: str, timeout: float = 600) -> tuple[int, str]:
+def sweep_in_pty(cwd: Path, *args: str, timeout: float = 600, env: dict | None = None) -> tuple[int, str]:
     """`sweep ARGS` on a pseudo-terminal, as typed in a shell: (exit code, everything it showed)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sweep_exe(), *args], cwd=cwd, env={**subprocess_env(), "TERM": "xterm", "COLUMNS": "160"},
+    proc = subprocess.Popen([sweep_exe(), *args], cwd=cwd,
+                            env={**subprocess_env(), "TERM": "xterm", "COLUMNS": "160", **(env or {})},
                             stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     out, deadline = b"", time.time() + timeout
@@ -78,7 +79,12 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
                    variants=[{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
                    report={"table": {"select_by": "val/avg/acc", "at": "final", "base": "Base", "baselines": ["GRPO"]}},
                    warm_start={"steps": 300, "cache_dir": str(cwd / "bases")})  # built by this run
-    code, shown = sweep_in_pty(cwd, "run", name)
+    # nothing is written outside the working directory: an empty HOME and TMPDIR stay empty
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    user_dirs = {"HOME": str(home), "TMPDIR": str(tmp)}
+    code, shown = sweep_in_pty(cwd, "run", name, env=user_dirs)
     assert code == 0, shown[-4000:]
     assert "cli_doc" in shown and "FINISHED" in shown  # the live table, on a terminal
     # while the base policy is built (before any step), its progress is under the live table
@@ -105,18 +111,18 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
             assert float(rows[method][bench]) == pytest.approx(recorded, abs=0.051), (method, bench)
 
     # Same command again, piped (stdout is a file, not a terminal): nothing re-runs, the table is printed.
-    again = sweep(cwd, "run", name)
+    again = sweep(cwd, "run", name, env=user_dirs)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "'SKIPPED': 2" in again.stdout and "| Method |" in again.stdout
     assert {r.info.run_id for r in children(client, "cli_doc").values()} == {r.info.run_id for r in kids.values()}
 
     # A grid extended with a seed: only the new trials run.
-    extended = sweep(cwd, "run", name, "seeds=[0,1]")
+    extended = sweep(cwd, "run", name, "seeds=[0,1]", env=user_dirs)
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert "'FINISHED': 2" in extended.stdout and "'SKIPPED': 2" in extended.stdout
     assert sorted(children(client, "cli_doc")) == ["dhpo-entropy.s0", "dhpo-entropy.s1", "grpo.s0", "grpo.s1"]
 
-    status = sweep(cwd, "status", name, "seeds=[0,1]")
+    status = sweep(cwd, "status", name, "seeds=[0,1]", env=user_dirs)
     assert status.returncode == 0, status.stderr
     for tid in ("grpo.s0", "grpo.s1", "dhpo-entropy.s1"):
         assert tid in status.stdout
@@ -128,15 +134,16 @@ def test_run_as_documented_pty_then_piped_rerun_extension_status_and_report(tmp_
     assert b"| Base |" in made_by_run and b"_" in made_by_run
     (report_dir / "table.csv").unlink()
     (report_dir / "table.md").unlink()
-    report = sweep(cwd, "report", "cli_doc")
+    report = sweep(cwd, "report", "cli_doc", env=user_dirs)
     assert report.returncode == 0, report.stderr
     assert (report_dir / "table.csv").is_file()  # where `sweep run` wrote it: <run dir>/<sweep>/report
     assert (report_dir / "table.md").read_bytes() == made_by_run
     assert "note:" not in report.stderr, report.stderr
-    other = sweep(cwd, "report", "cli_doc", "--decimals", "2", "--no-log", "--out", "other")
+    other = sweep(cwd, "report", "cli_doc", "--decimals", "2", "--no-log", "--out", "other", env=user_dirs)
     assert other.returncode == 0, other.stderr
     assert "differs from the one recorded" in other.stderr and "table.decimals: 1 -> 2" in other.stderr
     assert (report_dir / "table.md").read_bytes() == made_by_run
+    assert not any(home.iterdir()) and not any(tmp.iterdir()), (sorted(home.rglob("*")), sorted(tmp.rglob("*")))
 
 
 def _start(cwd: Path, *args: str, log: Path) -> subprocess.Popen:
