@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the project virtualenv in ./.venv (no sudo for pip; apt only for Chromium).
 #   bash scripts/setup.sh            # core + dev + verl + server extras, then pip check
-# torch==2.13.0 (the CPU build) is installed first, and constraints.txt pins it on every
-# pip call so no other package can pull a CUDA build.
+# Packages are installed with uv (pinned, itself installed with pip) from the sources pip is
+# configured with (scripts/pip_sources.py), its cache in .cache/uv. torch==2.13.0 (the CPU build)
+# is installed first, and constraints.txt pins it on every install call so no other package can
+# pull a CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -11,14 +13,20 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 PIP=".venv/bin/python -m pip"
-stamp=.venv/.setup-$(cat pyproject.toml constraints.txt scripts/setup.sh | sha1sum | cut -c1-12)
+stamp=.venv/.setup-$(cat pyproject.toml constraints.txt scripts/setup.sh scripts/pip_sources.py | sha1sum | cut -c1-12)
 if [ -f "$stamp" ]; then
   exit 0
 fi
-$PIP install -q torch==2.13.0
+$PIP install -q -c constraints.txt uv==0.13.9
+export UV_CACHE_DIR="$PWD/.cache/uv" UV_NATIVE_TLS=1 UV_PYTHON=.venv/bin/python
+mapfile -d '' SOURCES < <(.venv/bin/python scripts/pip_sources.py)
+# pip's rule for several indexes (the best version from any); byte code written at install, as pip
+# does: without it the suite's many concurrent processes each compile what they import (twice as long)
+UV=(.venv/bin/uv pip install -q "${SOURCES[@]}" --index-strategy unsafe-best-match --compile-bytecode)
+"${UV[@]}" -c constraints.txt torch==2.13.0
 # The project, its test tools, the verl plug-in with verl's own (core) dependencies and the
 # PostgreSQL driver of the server extra, in one resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
-$PIP install -q -c constraints.txt -e ".[dev,verl,server]"
+"${UV[@]}" -c constraints.txt -e ".[dev,verl,server]"
 # verl requires ray[default]. With Ray's dashboard packages importable, every local cluster also
 # starts the dashboard head, the dashboard agent and the autoscaler monitor with Prometheus metrics
 # ports on 0.0.0.0 (44217, 44227, ...) that do not check Ray's token (include_dashboard=False does
@@ -28,7 +36,7 @@ $PIP install -q -c constraints.txt -e ".[dev,verl,server]"
 # makes the autoscaler monitor serve metrics on 0.0.0.0:44217: it goes too, with TransferQueue
 # (verl-core), its only other user here; every verl trial runs verl's legacy trainer, which does
 # not use TransferQueue (trainers/verl_backend/translate.py), and pip check does not check extras.
-$PIP uninstall -y -q aiohttp-cors colorful opencensus opentelemetry-exporter-prometheus \
+.venv/bin/uv pip uninstall -q aiohttp-cors colorful opencensus opentelemetry-exporter-prometheus \
   prometheus-client py-spy smart-open virtualenv TransferQueue
 # Every installed package's requirements must hold: a conflict fails set-up instead of a test.
 if ! pip_check=$($PIP check 2>&1); then
