@@ -36,6 +36,26 @@ def _listing(directory: Path) -> set[str]:
     return {str(p) for p in directory.rglob("*")} if directory.is_dir() else set()
 
 
+def _keep_built_bases(clone: Path) -> None:
+    """The base the clone built from scratch (the default study's: --smoke keeps its warm start) goes into
+    the repository's own cache where that lacks it: the bytes a first run there would build, so that
+    tests/sweeps/test_shipped_study_dynamics.py, after this file in its lane (tests/conftest.py), does
+    not spend minutes building them again."""
+    cache = REPO / ".cache" / "base_models"
+    for ready in sorted((clone / ".cache" / "base_models").glob("*/READY")):
+        target = cache / ready.parent.name
+        if target.exists():
+            continue
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = cache / f".{ready.parent.name}.from-clone"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(ready.parent, partial)
+        try:
+            partial.rename(target)  # whole or not at all
+        except OSError:  # built there meanwhile
+            shutil.rmtree(partial, ignore_errors=True)
+
+
 def test_main_command_smoke_from_a_fresh_clone():
     clone = _clone_dir()
     env = {k: v for k, v in os.environ.items()
@@ -57,6 +77,7 @@ def test_main_command_smoke_from_a_fresh_clone():
         md = (report / "table.md").read_text()
         assert all(f"| {m} |" in md for m in METHODS)
         assert _listing(Path.home() / ".ray") == ray_home_before  # Ray wrote nothing to ~/.ray (token, sessions)
+        _keep_built_bases(clone)
     finally:
         subprocess.run(["pkill", "-9", "-f", f"{clone}/"], check=False)  # its .venv's and runs/' processes, not m10's
         shutil.rmtree(clone, ignore_errors=True)
