@@ -40,27 +40,27 @@ def _alive(pid: int) -> bool:
 
 # The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
 # of work, given whole to the next free worker (module fixtures are built once); the slow end-to-end
-# files form two lanes of about equal length that run side by side. Seconds: `pytest -m slow
-# --durations=80`, one process, 2 cores, 2026-11-27.
+# files form two lanes of about equal length that run side by side, each file in the order listed.
+# Seconds: the whole suite's `--durations=80` (two workers, 2 cores, 2026-11-27, at 05968bb).
 SLOW_LANES = {
     "lane-verl": (  # verl main_ppo on the CPU, the fresh-clone main command, the benchmarks: CPU-bound
-        "test_sweep_verl_e2e.py",          # ~330 s
-        "test_sweep_verl_cluster.py",      # ~330 s (one sweep in a module fixture)
-        "test_main_command.py",            # ~200 s (a new .venv, then the smoke sweep)
-        "test_cpu_main_ppo.py",            # ~70 s
-        "test_shipped_study_dynamics.py",  # ~60 s
-        "test_benchmarks_smoke.py",        # ~110 s (the tracking-outage benchmark's smoke)
+        "test_sweep_verl_e2e.py",          # ~190 s
+        "test_sweep_verl_cluster.py",      # ~310 s (one sweep in a module fixture)
+        "test_main_command.py",            # ~250 s (a new .venv, then the smoke sweep; before uv: less now)
+        "test_cpu_main_ppo.py",            # ~90 s
+        "test_shipped_study_dynamics.py",  # ~160 s when it builds both bases (the default one: after main_command)
+        "test_benchmarks_smoke.py",        # ~150 s (the tracking-outage benchmark's smoke)
+        "test_sweep_eval.py",              # ~45 s
     ),
     "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
-        "test_sweep_cluster_server.py",    # ~270 s
-        "test_sweep_cli_e2e.py",           # ~300 s
-        "test_sweep_e2e.py",               # ~110 s
-        "test_sweep_eval.py",              # ~40 s
-        "test_sweep_store_postgres.py",    # ~35 s
-        "test_sweep_ui.py",                # ~30 s
-        "test_sweep_stop_e2e.py",          # ~25 s
-        "test_sweep_ui_terminal.py",       # ~10 s
-        "test_local_trainer.py",           # ~10 s
+        "test_sweep_cluster_server.py",    # ~550 s
+        "test_sweep_cli_e2e.py",           # ~350 s
+        "test_sweep_e2e.py",               # ~160 s
+        "test_sweep_store_postgres.py",    # ~45 s
+        "test_sweep_ui.py",                # ~40 s
+        "test_sweep_stop_e2e.py",          # ~30 s
+        "test_sweep_ui_terminal.py",       # ~7 s
+        "test_local_trainer.py",           # ~15 s
     ),
 }
 LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}
