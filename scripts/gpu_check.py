@@ -23,6 +23,7 @@ a host without a CUDA GPU (nothing is run; --dry-run still works there).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -127,19 +128,25 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def group_gone(pgid: int, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for process group ``pgid`` to have no live process (its leader included)."""
+    deadline = time.monotonic() + timeout_s
+    while group_members(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def end_group(proc: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM a part's whole process group, SIGKILL what is left of it after ``grace_s`` (children that
     outlive or ignore the leader's end included), and return once none of it runs."""
     os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while (proc.poll() is None or group_members(proc.pid)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if proc.poll() is None or group_members(proc.pid):
-        os.killpg(proc.pid, signal.SIGKILL)
+    if not group_gone(proc.pid, grace_s):
+        with contextlib.suppress(ProcessLookupError):  # gone in between
+            os.killpg(proc.pid, signal.SIGKILL)
+        group_gone(proc.pid, 30)  # a killed process is gone once the kernel has run it once more
     proc.wait()
-    deadline = time.monotonic() + 30  # a killed process is gone once the kernel has run it once more
-    while group_members(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float, grace_s: float = 30) -> None:
