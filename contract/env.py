@@ -57,7 +57,11 @@ RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", str, None,
 FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
                          "verl workers: hand the per-token entropy to the policy losses (DHPO mixing='entropy'); "
                          "the verl backend sets it for such trials.")
+MLFLOW_SERVER_JOBS = EnvVar("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", bool, True,
+                            "MLflow's own: its server's background job runners (GenAI scorers; a dozen processes, "
+                            "files in /dev/shm). `sweep ui` starts its server with them off unless this is set.")
 VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "verl's device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).")
 
-ENV_VARS = (MLFLOW_TRACKING_URI, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_AUTH_MODE, FORWARD_ENTROPY, VERL_PLATFORM)
+ENV_VARS = (MLFLOW_TRACKING_URI, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_AUTH_MODE, MLFLOW_SERVER_JOBS, FORWARD_ENTROPY,
+            VERL_PLATFORM)

@@ -156,11 +156,16 @@ def cluster_capacity(address: str) -> Capacity:
 
 
 def _visible_gpus() -> int:
+    """The GPUs a local ``ray.init`` finds: Ray's own count (NVML for NVIDIA), capped by the visible ids
+    (``CUDA_VISIBLE_DEVICES``), as ray/_private/resource_and_label_spec.py resolves it; no torch import."""
     try:
-        import torch
+        from ray._private import accelerators
 
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # noqa: BLE001 - no usable CUDA: no GPUs
+        manager = accelerators.get_accelerator_manager_for_resource("GPU")
+        count = manager.get_current_node_num_accelerators()
+        visible = manager.get_current_process_visible_accelerator_ids()
+        return min(count, len(visible)) if visible is not None else count
+    except Exception:  # noqa: BLE001 - no accelerator manager or no driver: no GPUs
         return 0
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import typer
 
+from contract.env import MLFLOW_SERVER_JOBS
 from contract.run_layout import RunLayout
 from sweeps.store import (
     curves_page_url,
@@ -89,6 +90,7 @@ def serve(uri: str, run_dir: Path, port: int, pages: dict[str, str], open_browse
            "--artifacts-destination", str(RunLayout(Path(run_dir)).artifacts.resolve())]
     # the store in the environment, not on the command line: ps would show a password
     env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": uri, "PYTHONUNBUFFERED": "1"}
+    env.setdefault(MLFLOW_SERVER_JOBS.name, "false")  # no job runners: a viewer runs no GenAI jobs
     typer.echo(f"starting the MLflow UI for {mask_uri(uri)} ... (its output: {log_path})", err=True)
     with open(log_path, "a") as log:
         log.write(f"--- sweep ui {time.strftime('%Y-%m-%d %H:%M:%S')}: mlflow server on 127.0.0.1:{port} ---\n")

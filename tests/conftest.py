@@ -47,7 +47,7 @@ SLOW_LANES = {
         "test_sweep_verl_e2e.py",          # ~190 s
         "test_sweep_verl_cluster.py",      # ~310 s (one sweep in a module fixture)
         "test_main_command.py",            # ~250 s (a new .venv, then the smoke sweep; before uv: less now)
-        "test_cpu_main_ppo.py",            # ~90 s
+        "test_cpu_main_ppo.py",            # ~45 s
         "test_shipped_study_dynamics.py",  # ~160 s when it builds both bases (the default one: after main_command)
         "test_benchmarks_smoke.py",        # ~150 s (the tracking-outage benchmark's smoke)
         "test_sweep_eval.py",              # ~45 s

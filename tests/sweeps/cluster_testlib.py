@@ -47,7 +47,8 @@ class MlflowServer:
         self.proc = subprocess.Popen(
             [venv_exe("mlflow"), "server", "--backend-store-uri", f"sqlite:///{self.db}", "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", "1", "--artifacts-destination", str(self.artifacts)],
-            env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            env={**subprocess_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # as docs/clusters.md starts it
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         wait_for(self._up, timeout=120)
 
     def _up(self) -> bool:

@@ -5,6 +5,7 @@ logging on a real sqlite store, the one-writer lock, resource and temp-dir check
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 from sweeps.trial import STEP_FILE, run_trial, trial_payload
 from sweeps.store import default_uri as default_tracking_uri
 from sweeps.tracking import SweepTracker
-from sweep_testlib import REPO, write_spec
+from sweep_testlib import REPO, kill_ray_processes, short_ray_dir, write_spec
 
 
 @pytest.fixture
@@ -177,6 +178,39 @@ def test_resources_no_node_has_are_refused_naming_the_key(spec):
     spec.resources.cpus, spec.resources.gpus = 1, 2
     with pytest.raises(SpecError, match="has 1 per node"):
         check_resources(spec, Capacity(cpus=8, gpus=2, node_cpus=4, node_gpus=1, where="the Ray cluster at x"))
+
+
+CAPACITY_THEN_RAY = """
+import json, sys
+import ray
+from sweeps.ray_cluster import local_capacity
+gpus = local_capacity(None).gpus
+torch_imported = "torch" in sys.modules
+ray.init(num_cpus=1, _temp_dir=sys.argv[1], include_dashboard=False, log_to_driver=False, configure_logging=False)
+try:
+    print(json.dumps([gpus, ray.cluster_resources().get("GPU", 0.0), torch_imported]))
+finally:
+    ray.shutdown()
+"""
+
+
+@pytest.mark.parametrize("visible", [None, ""], ids=["all-devices", "no-visible-device"])
+def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(visible):
+    """The driver sizes the local cluster before ``ray.init`` (sweeps/runner.py): the GPU count must be
+    Ray's own, honouring CUDA_VISIBLE_DEVICES, and must not cost a torch import in the driver."""
+    ray_dir = short_ray_dir()
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    try:
+        done = subprocess.run([sys.executable, "-c", CAPACITY_THEN_RAY, str(ray_dir)], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        kill_ray_processes(ray_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours, rays, torch_imported = json.loads(done.stdout.splitlines()[-1])
+    assert ours == rays
+    assert not torch_imported
 
 
 def test_ray_temp_dir_too_long_for_unix_sockets_is_a_clear_error(tmp_path):

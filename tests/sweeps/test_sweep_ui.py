@@ -189,12 +189,25 @@ def ui(tmp_path_factory):
             time.sleep(0.1)
         else:
             pytest.fail(f"sweep ui: no URLs within 300 s:\n{out.read_text()[-2000:]}\n{err.read_text()[-3000:]}")
-        yield {**store, "server": server, "pages": pages, "curves_url": pages[CURVES],
+        group = group_commands(proc.pid)
+        yield {**store, "server": server, "pages": pages, "group": group, "curves_url": pages[CURVES],
                "runs_url": pages[TRIALS], "parent_url": pages[PARENT], "seen": seen, "root": root,
                "run_dir": run_dir, "home": home, "tmpdir": tmp, "out": out.read_text(), "err": err.read_text(),
                "tmp": tmp_path_factory.mktemp("sweep_ui_browser")}
     finally:
         stop_group(proc)
+
+
+def group_commands(pgid: int) -> list[str]:
+    """The command lines of the live processes of a process group (read from /proc)."""
+    commands = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                commands.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return commands
 
 
 def stop_group(proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -244,6 +257,15 @@ def test_the_servers_output_is_in_the_run_dirs_log_not_on_the_terminal(ui):
     outside = {p for p in files_under(ui["root"]) if not p.startswith("runs")}
     assert outside <= {"ui.out", "ui.err", "home", "tmp", "bin", "bin/open-url", "opened.url"}, outside
     assert not files_under(ui["home"]) and not files_under(ui["tmpdir"])
+
+
+def test_the_server_runs_without_mlflows_job_runners(ui):
+    """MLflow's server jobs (huey consumers, a job runner: a dozen processes, a queue in /dev/shm) are off:
+    sweep ui serves pages and runs no GenAI jobs."""
+    assert any(" mlflow server " in f" {c}" or "-m mlflow server" in c for c in ui["group"]), ui["group"]
+    assert any("uvicorn" in c for c in ui["group"]), ui["group"]  # the web worker: the group was read whole
+    runners = [c for c in ui["group"] if "huey" in c or "_job_runner" in c]
+    assert not runners, runners
 
 
 def test_experiment_carries_the_kind_and_the_trials_view(ui):
