@@ -160,15 +160,34 @@ def _midway(client, sweep_name: str, step: int = 9):
 
 
 STEPS = 120  # long enough to be caught midway (a step takes ~0.1 s)
+INTERRUPTED = ("grpo", "gspo")
+
+
+def _interrupt_spec(cwd: Path, name: str, objectives) -> str:
+    return spec_in(cwd, name, seeds=(0,), steps=STEPS, checkpoint_every=4, max_concurrent=len(objectives),
+                   variants=[{"algorithm": o} for o in objectives])
+
+
+@pytest.fixture(scope="module")
+def uninterrupted() -> dict:
+    """The interrupted trials run without interruption, both in one sweep of their own directory: each
+    trial's history (a trial's numbers depend on its config and seed only, not on its sweep)."""
+    cwd = short_cwd()
+    name = _interrupt_spec(cwd, "cli_int_ref", INTERRUPTED)
+    ref = sweep(cwd, "run", name, "--no-report")
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    client = client_for(cwd / "runs")
+    runs = children(client, "cli_int_ref")
+    assert sorted(runs) == sorted(f"{o}.s0" for o in INTERRUPTED), sorted(runs)
+    return {trial_id.split(".")[0]: history(client, run.info.run_id) for trial_id, run in runs.items()}
 
 
 @pytest.mark.parametrize("sig,code,objective", [(signal.SIGINT, 130, "grpo"), (signal.SIGTERM, 143, "gspo")],
                          ids=["ctrl-c-grpo", "sigterm-gspo"])
-def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, objective, tmp_path):
+def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, objective, uninterrupted, tmp_path):
     # Ctrl-C reaches the whole foreground process group (as a terminal sends it); SIGTERM the driver only.
     cwd = short_cwd()
-    name = spec_in(cwd, f"cli_int_{objective}", seeds=(0,), steps=STEPS, checkpoint_every=4, max_concurrent=1,
-                   variants=[{"algorithm": objective}])
+    name = _interrupt_spec(cwd, f"cli_int_{objective}", (objective,))
     sweep_name = name[:-5]
     client = client_for(cwd / "runs")
     log = tmp_path / "driver.log"
@@ -199,16 +218,8 @@ def test_interrupt_ends_killed_with_hint_and_resume_is_bit_exact(sig, code, obje
     (child,) = children(client, sweep_name).values()
     assert child.info.status == "FINISHED" and int(child.data.tags["ray.resumed_from"]) >= 4
     assert steps_of(client, child.info.run_id, "actor/entropy") == list(range(1, STEPS + 1))  # each step once
-
-    # The same trial run without interruption, in another directory: the same history, bit for bit.
-    ref_cwd = short_cwd()
-    spec_in(ref_cwd, sweep_name, seeds=(0,), steps=STEPS, checkpoint_every=4, max_concurrent=1,
-            variants=[{"algorithm": objective}])
-    ref = sweep(ref_cwd, "run", name, "--no-report")
-    assert ref.returncode == 0, ref.stderr[-3000:]
-    ref_client = client_for(ref_cwd / "runs")
-    (ref_child,) = children(ref_client, sweep_name).values()
-    assert history(client, child.info.run_id) == history(ref_client, ref_child.info.run_id)
+    # The same trial run without interruption: the same history, bit for bit.
+    assert history(client, child.info.run_id) == uninterrupted[objective]
 
 
 def test_diverged_trial_fails_with_its_reason_without_retry_and_is_left_out_of_the_table():
@@ -262,13 +273,16 @@ def test_one_writer_per_sweep_two_sweeps_share_a_store_and_the_cluster_needs_its
             host = "127.0.0.1" if c.laddr.ip in ("::", "0.0.0.0") else c.laddr.ip
             assert refusal_without_token(c.laddr.port, host), (psutil.Process(c.pid).name(), c.laddr)
         gcs_port = next(c.laddr.port for c in exposed if psutil.Process(c.pid).name() == "gcs_server")
-        for auth in ({"RAY_AUTH_MODE": "disabled"}, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64}):
-            client_proc = subprocess.Popen([str(Path(sweep_exe()).with_name("python")), "-c",
-                                            f"import ray; ray.init(address='127.0.0.1:{gcs_port}'); print('CONNECTED')"],
-                                           env={**subprocess_env(), **auth}, stdout=subprocess.PIPE,
-                                           stderr=subprocess.DEVNULL, text=True)
+        clients = {  # side by side: each retries for ~20 s before it gives up
+            auth: subprocess.Popen([str(Path(sweep_exe()).with_name("python")), "-c",
+                                    f"import ray; ray.init(address='127.0.0.1:{gcs_port}'); print('CONNECTED')"],
+                                   env={**subprocess_env(), **dict(auth)}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+            for auth in ((("RAY_AUTH_MODE", "disabled"),), (("RAY_AUTH_MODE", "token"), ("RAY_AUTH_TOKEN", "0" * 64)))}
+        deadline = time.monotonic() + 30
+        for auth, client_proc in clients.items():
             try:
-                said = client_proc.communicate(timeout=30)[0]
+                said = client_proc.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
             except subprocess.TimeoutExpired:  # still retrying after 30 s: not connected either
                 client_proc.kill()
                 said = client_proc.communicate()[0]
