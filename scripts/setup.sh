@@ -18,9 +18,10 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 $PIP install -q -c constraints.txt uv==0.13.9
-# uv's cache and its temporary files (build locks, left behind) stay in the working directory
+# uv's cache and its temporary files (build locks, left behind) stay in the working directory; a
+# UV_CACHE_DIR you set (one cache for several clones) is used instead of .cache/uv
 mkdir -p .cache/tmp
-export UV_CACHE_DIR="$PWD/.cache/uv" TMPDIR="$PWD/.cache/tmp" UV_NATIVE_TLS=1 UV_PYTHON=.venv/bin/python
+export UV_CACHE_DIR="${UV_CACHE_DIR:-$PWD/.cache/uv}" TMPDIR="$PWD/.cache/tmp" UV_NATIVE_TLS=1 UV_PYTHON=.venv/bin/python
 mapfile -d '' SOURCES < <(.venv/bin/python scripts/pip_sources.py)
 # pip's rule for several indexes (the best version from any); byte code written at install, as pip
 # does: without it the suite's many concurrent processes each compile what they import (twice as long)

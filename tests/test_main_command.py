@@ -3,7 +3,9 @@
 Smoke size (`--smoke`: one seed, 4 steps per trial) so it fits the suite, but everything else is
 what a user gets: set-up of a new ./.venv by scripts/setup.sh, the live progress on (no
 --no-progress), the end-of-run report on, default paths (runs/, .cache/). The clone is of the
-repository's committed HEAD (in CI that is the submitted tree).
+repository's committed HEAD (in CI that is the submitted tree). Its set-up reads the wheels from this
+repository's uv cache (UV_CACHE_DIR, as a user with one cache for several clones sets it) instead of
+downloading them again: the install itself is the same.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def test_main_command_smoke_from_a_fresh_clone():
     clone = _clone_dir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RAY_", "PYTEST_", "VIRTUAL_ENV")) and k != "MLFLOW_TRACKING_URI"}
+    if (REPO / ".cache" / "uv").is_dir():  # this repository's own set-up filled it
+        env["UV_CACHE_DIR"] = str(REPO / ".cache" / "uv")
     ray_home_before = _listing(Path.home() / ".ray")
     try:
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=300)
