@@ -58,7 +58,7 @@ FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
                          "verl workers: hand the per-token entropy to the policy losses (DHPO mixing='entropy'); "
                          "the verl backend sets it for such trials.")
 MLFLOW_SERVER_JOBS = EnvVar("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", bool, True,
-                            "MLflow's own: its server's background job runners (GenAI scorers; a dozen processes, "
+                            "MLflow's own: its server's background job runners (GenAI scorers; eight processes, "
                             "files in /dev/shm). `sweep ui` starts its server with them off unless this is set.")
 VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "verl's device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).")

@@ -41,52 +41,56 @@ def _alive(pid: int) -> bool:
 # The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
 # of work, given whole to the next free worker (module fixtures are built once); the slow end-to-end
 # files form two lanes of about equal length that run side by side, each file in the order listed.
-# Seconds: the whole suite's `--durations=80` (two workers, 2 cores, 2026-11-27, at 05968bb).
+# Seconds: the whole suite's `--durations=60` (two workers, 2 cores, 2026-11-27, at 7179fcb).
 SLOW_LANES = {
     "lane-verl": (  # verl main_ppo on the CPU, the fresh-clone main command, the benchmarks: CPU-bound
-        "test_sweep_verl_e2e.py",          # ~190 s
-        "test_sweep_verl_cluster.py",      # ~310 s (one sweep in a module fixture)
-        "test_main_command.py",            # ~250 s (a new .venv, then the smoke sweep; before uv: less now)
-        "test_cpu_main_ppo.py",            # ~45 s
-        "test_shipped_study_dynamics.py",  # ~160 s when it builds both bases (the default one: after main_command)
-        "test_benchmarks_smoke.py",        # ~150 s (the tracking-outage benchmark's smoke)
+        "test_sweep_verl_e2e.py",          # ~180 s
+        "test_sweep_verl_cluster.py",      # ~320 s (one sweep in a module fixture)
+        "test_main_command.py",            # ~185 s (a new .venv, then the smoke sweep building the default base)
+        "test_cpu_main_ppo.py",            # ~55 s
+        "test_shipped_study_dynamics.py",  # ~65 s (the default base: main_command's, copied)
+        "test_benchmarks_smoke.py",        # ~90 s (the tracking-outage benchmark's smoke)
         "test_sweep_eval.py",              # ~45 s
     ),
     "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
-        "test_sweep_cluster_server.py",    # ~550 s
-        "test_sweep_cli_e2e.py",           # ~350 s
-        "test_sweep_e2e.py",               # ~160 s
-        "test_sweep_store_postgres.py",    # ~45 s
-        "test_sweep_ui.py",                # ~40 s
+        "test_sweep_cluster_server.py",    # ~300 s
+        "test_sweep_cli_e2e.py",           # ~355 s
+        "test_sweep_e2e.py",               # ~175 s
+        "test_sweep_store_postgres.py",    # ~40 s
+        "test_sweep_ui.py",                # ~25 s
         "test_sweep_stop_e2e.py",          # ~30 s
         "test_sweep_ui_terminal.py",       # ~7 s
-        "test_local_trainer.py",           # ~15 s
+        "test_local_trainer.py",           # ~20 s
     ),
 }
 LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}
 
 
 LANE_POSITION = {module: i for modules in SLOW_LANES.values() for i, module in enumerate(modules)}
+LANE_RANK = {lane: i for i, lane in enumerate(SLOW_LANES)}
 
 
 def pytest_collection_modifyitems(config, items):
     """A slow test in a file of no lane would run beside the lanes unplanned: named here instead. The
-    lanes' files run in the order SLOW_LANES lists them (the main command leaves the default base it
-    built for the shipped-study test); every other test keeps its place."""
+    lanes' files come first, each lane's in the order SLOW_LANES lists them (the main command leaves the
+    default base it built for the shipped-study test); every other test keeps its order after them."""
     stray = sorted({item.path.name for item in items if item.get_closest_marker("slow") and item.path.name not in LANE_OF})
     if stray:
         raise pytest.UsageError(f"tests/conftest.py: SLOW_LANES: slow tests in {stray}, which no lane lists; "
                                 "add each file to the lane whose length it balances best")
-    places = [i for i, item in enumerate(items) if item.path.name in LANE_OF]
-    in_lane_order = sorted((items[i] for i in places), key=lambda item: LANE_POSITION[item.path.name])  # stable
-    for i, item in zip(places, in_lane_order):
-        items[i] = item
+    in_lanes = sorted((item for item in items if item.path.name in LANE_OF),
+                      key=lambda item: (LANE_RANK[LANE_OF[item.path.name]], LANE_POSITION[item.path.name]))  # stable
+    items[:] = in_lanes + [item for item in items if item.path.name not in LANE_OF]
 
 
 @pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook is not known
 def pytest_xdist_make_scheduler(config, log):
-    """Units of work for xdist: a test file, or a whole lane of slow files (largest units first)."""
+    """Units of work for xdist: a test file, or a whole lane of slow files, handed out in collection order:
+    the two lanes first, one to each worker, then the other files, in their order, to whichever worker is
+    free, so that the two end together (xdist's own order, by test count, started one lane minutes late)."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class LaneScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

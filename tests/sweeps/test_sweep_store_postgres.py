@@ -28,6 +28,12 @@ def _postgres_bin(name: str) -> str | None:
     return str(candidates[-1]) if candidates else None
 
 
+def _postgres_shm() -> set[str]:
+    """PostgreSQL's segments in /dev/shm (a posix dynamic-shared-memory segment is /dev/shm/PostgreSQL.<n>)."""
+    shm = Path("/dev/shm")
+    return {p.name for p in shm.glob("PostgreSQL.*")} if shm.is_dir() else set()
+
+
 @pytest.fixture
 def postgres(tmp_path):
     """A PostgreSQL server of this test (Debian's binaries, run as the postgres user), database 'mlflow' of
@@ -53,9 +59,12 @@ def postgres(tmp_path):
 
     done = as_postgres(initdb, "-D", str(data), "-A", "trust", "-U", "postgres")
     assert done.returncode == 0, done.stderr
-    started = as_postgres(pg_ctl, "-D", str(data), "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
-                          "-w", "start", "-l", str(data / "log"))
+    shm_before = _postgres_shm()
+    # dynamic shared memory as files in pgdata, not in /dev/shm: a server ended by SIGKILL leaves nothing behind
+    started = as_postgres(pg_ctl, "-D", str(data), "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1 "
+                          "-c dynamic_shared_memory_type=mmap", "-w", "start", "-l", str(data / "log"))
     assert started.returncode == 0, started.stdout + started.stderr
+    assert _postgres_shm() <= shm_before, sorted(_postgres_shm() - shm_before)
     try:
         import psycopg2
 

@@ -260,7 +260,7 @@ def test_the_servers_output_is_in_the_run_dirs_log_not_on_the_terminal(ui):
 
 
 def test_the_server_runs_without_mlflows_job_runners(ui):
-    """MLflow's server jobs (huey consumers, a job runner: a dozen processes, a queue in /dev/shm) are off:
+    """MLflow's server jobs (huey consumers, a job runner: eight processes, a queue in /dev/shm) are off:
     sweep ui serves pages and runs no GenAI jobs."""
     assert any(" mlflow server " in f" {c}" or "-m mlflow server" in c for c in ui["group"]), ui["group"]
     assert any("uvicorn" in c for c in ui["group"]), ui["group"]  # the web worker: the group was read whole
