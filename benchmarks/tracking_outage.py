@@ -1,7 +1,7 @@
 """A tracking-server outage in the middle of a sweep: what it costs the trials, the driver's memory, the flush.
 
     python benchmarks/tracking_outage.py                  # 2 trials x 3000 steps, a 120 s outage (~6 min)
-    python benchmarks/tracking_outage.py --smoke          # 2 x 120 steps, a 10 s outage (~1 min)
+    python benchmarks/tracking_outage.py --smoke          # 2 x 60 steps, a 5 s outage (~1 min)
     python benchmarks/tracking_outage.py --outage-s 300 --steps 8000
 
 A real `mlflow server` on 127.0.0.1 (sqlite backend) and `sweep run` exactly as a user types it against it
@@ -184,11 +184,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=3000, help="steps per trial (long enough to outlast the outage)")
     ap.add_argument("--outage-s", type=float, default=120.0)
-    ap.add_argument("--smoke", action="store_true", help="120 steps, a 10 s outage")
+    ap.add_argument("--smoke", action="store_true", help="60 steps, a 5 s outage")
     ap.add_argument("--keep", action="store_true", help="keep runs/tracking_outage-<time>/")
     args = ap.parse_args()
     if args.smoke:
-        args.steps, args.outage_s = 120, 10.0
+        args.steps, args.outage_s = 60, 5.0
     root = REPO / "runs" / time.strftime("tracking_outage-%Y%m%d-%H%M%S")
     root.mkdir(parents=True)
     (REPO / ".rt").mkdir(exist_ok=True)

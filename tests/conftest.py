@@ -67,30 +67,28 @@ LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in mo
 
 
 LANE_POSITION = {module: i for modules in SLOW_LANES.values() for i, module in enumerate(modules)}
-LANE_RANK = {lane: i for i, lane in enumerate(SLOW_LANES)}
 
 
 def pytest_collection_modifyitems(config, items):
     """A slow test in a file of no lane would run beside the lanes unplanned: named here instead. The
-    lanes' files come first, each lane's in the order SLOW_LANES lists them (the main command leaves the
-    default base it built for the shipped-study test); every other test keeps its order after them."""
+    lanes' files run in the order SLOW_LANES lists them (the main command leaves the default base it
+    built for the shipped-study test); every other test keeps its place."""
     stray = sorted({item.path.name for item in items if item.get_closest_marker("slow") and item.path.name not in LANE_OF})
     if stray:
         raise pytest.UsageError(f"tests/conftest.py: SLOW_LANES: slow tests in {stray}, which no lane lists; "
                                 "add each file to the lane whose length it balances best")
-    in_lanes = sorted((item for item in items if item.path.name in LANE_OF),
-                      key=lambda item: (LANE_RANK[LANE_OF[item.path.name]], LANE_POSITION[item.path.name]))  # stable
-    items[:] = in_lanes + [item for item in items if item.path.name not in LANE_OF]
+    places = [i for i, item in enumerate(items) if item.path.name in LANE_OF]
+    in_lane_order = sorted((items[i] for i in places), key=lambda item: LANE_POSITION[item.path.name])  # stable
+    for i, item in zip(places, in_lane_order):
+        items[i] = item
 
 
 @pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook is not known
 def pytest_xdist_make_scheduler(config, log):
-    """Units of work for xdist: a test file, or a whole lane of slow files, handed out in collection order:
-    the two lanes first, one to each worker, then the other files, in their order, to whichever worker is
-    free, so that the two end together (xdist's own order, by test count, started one lane minutes late)."""
+    """Units of work for xdist: a test file, or a whole lane of slow files (largest units first). Both lanes
+    at once from the start was tried and is slower: two end-to-end files side by side contend for the two
+    cores, while one beside the fast files does not."""
     from xdist.scheduler import LoadScopeScheduling
-
-    config.option.loadscopereorder = False
 
     class LaneScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
