@@ -40,6 +40,8 @@ from pathlib import Path
 
 import yaml
 
+from contract.env import MLFLOW_SERVER_JOBS
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -70,7 +72,7 @@ class Server:
             [str(BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{self.root / 'server.db'}",
              "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
              "--artifacts-destination", str(self.root / "artifacts")],
-            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # as docs/clusters.md starts it
+            env={**os.environ, MLFLOW_SERVER_JOBS.name: "false"},  # as docs/clusters.md starts it
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         while not self.up():
             time.sleep(0.2)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from contract.env import MLFLOW_SERVER_JOBS
+
 from sweep_testlib import REPO, kill_pids, pids_under, short_ray_dir, steps_of, subprocess_env, sweep_exe, wait_for
 
 SECRET = "s3cret-" + secrets.token_hex(4)
@@ -47,7 +49,7 @@ class MlflowServer:
         self.proc = subprocess.Popen(
             [venv_exe("mlflow"), "server", "--backend-store-uri", f"sqlite:///{self.db}", "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", "1", "--artifacts-destination", str(self.artifacts)],
-            env={**subprocess_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # as docs/clusters.md starts it
+            env={**subprocess_env(), MLFLOW_SERVER_JOBS.name: "false"},  # as docs/clusters.md starts it
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         wait_for(self._up, timeout=120)
 

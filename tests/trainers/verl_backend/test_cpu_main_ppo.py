@@ -2,9 +2,9 @@
 
 Two GRPO steps (zoo_grpo) with validation and a checkpoint after each, verl starting its own Ray
 (a sweep's trials join the sweep's cluster instead, and resume from verl's checkpoint with
-``resume_mode=resume_path``: tests/sweeps/test_sweep_verl_e2e.py). Everything it writes stays in pytest's tmp dir, except Ray's session
-dir, which must have a short path (Unix socket paths are limited to ~107 characters) and goes to
-<repo>/.rt/<short> (git-ignored), removed afterwards.
+``resume_mode=resume_path``: tests/sweeps/test_sweep_verl_e2e.py). Everything it writes stays in
+pytest's tmp dir, except Ray's session dir, which must have a short path (Unix socket paths are
+limited to ~107 characters) and goes to <repo>/.rt/<short> (git-ignored), removed afterwards.
 
     .venv/bin/python -m pytest tests/trainers/verl_backend/test_cpu_main_ppo.py -q
 """
