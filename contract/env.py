@@ -60,8 +60,11 @@ FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
 MLFLOW_SERVER_JOBS = EnvVar("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", bool, True,
                             "MLflow's own: its server's background job runners (GenAI scorers; eight processes, "
                             "files in /dev/shm). `sweep ui` starts its server with them off unless this is set.")
+MLFLOW_ARTIFACTS_PROGRESS = EnvVar("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", bool, True,
+                                   "MLflow's own: a progress bar per artifact download. Reports read one verdicts "
+                                   "file per evaluation and turn it off unless this is set.")
 VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "verl's device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).")
 
 ENV_VARS = (MLFLOW_TRACKING_URI, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_AUTH_MODE, MLFLOW_SERVER_JOBS, FORWARD_ENTROPY,
-            VERL_PLATFORM)
+            MLFLOW_ARTIFACTS_PROGRESS, VERL_PLATFORM)

@@ -100,5 +100,15 @@ def eval_artifacts(step: int) -> str:
     return f"{EVAL}step_{step}"
 
 
+VERDICTS = "verdicts/"
+"""Artifact folder of the per-problem verdicts of every evaluation (evaluators/verdicts.py)."""
+
+
+def verdicts_artifact(family: str, step: int) -> str:
+    """Artifact path of one evaluation's verdicts: family "val" (a trial's validation, the base's at
+    step 0) or "eval" (a checkpoint evaluation), e.g. verdicts/val/step_000200.json."""
+    return f"{VERDICTS}{family.strip('/')}/step_{int(step):06d}.json"
+
+
 def is_logged(key: str) -> bool:
     return key.startswith(LOGGED_PREFIXES)

@@ -82,7 +82,9 @@ def report_cmd(
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None,
     delta_avg: Annotated[Optional[bool], typer.Option("--delta-avg", help="Add Delta Avg over the base row (needs --base).")] = None,
     std: Annotated[Optional[bool], typer.Option("--std", help="Show mean ± std over seeds.")] = None,
-    significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline (Welch's t-test over seeds): auto (>= 3 seeds, default), welch (>= 2), off.")] = None,
+    significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline: auto (default: paired where per-problem verdicts exist, else Welch over >= 3 seeds), paired (per-problem bootstrap, Holm), welch (>= 2 seeds, no correction), off.")] = None,
+    cells: Annotated[Optional[str], typer.Option(help="What a cell shows: 'mean', 'mean ± ci' (95% interval half-width) or 'mean ± std'.")] = None,
+    power: Annotated[Optional[float], typer.Option(help="A difference in shown units (e.g. 2.0 points): the footnote and stdout say how many seeds per method find it with 80% power.")] = None,
     decimals: Annotated[Optional[int], typer.Option(help="Decimals shown (ranking uses them).")] = None,
     scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
     curves: Annotated[Optional[str], typer.Option(help="Comma-separated metric keys for the curves grid.")] = None,
@@ -114,7 +116,8 @@ def report_cmd(
     overrides = {k: v for k, v in {
         "metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base,
         "baselines": _split(baselines), "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
-        "significance": significance, "decimals": decimals, "scale": scale}.items() if v is not None}
+        "significance": significance, "cells": _cells(cells), "power": power, "decimals": decimals,
+        "scale": scale}.items() if v is not None}
     top = {k: v for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": _value(band),
                              "by": _value(by), "formats": _split(formats)}.items() if v is not None}
     try:
@@ -146,6 +149,15 @@ def report_cmd(
         raise typer.Exit(2) from None
     for fmt, p in paths.items():
         typer.echo(f"{fmt:>6}: {p}")
+    if power is not None and "md" in paths:  # the power analysis' lines of the table's footnotes
+        for line in paths["md"].read_text(encoding="utf-8").splitlines():
+            if "80% power" in line:
+                typer.echo(line.lstrip("- "))
+
+
+def _cells(text: Optional[str]) -> Optional[str]:
+    """--cells as typed: 'mean +- ci' (ASCII) is 'mean ± ci'."""
+    return None if text is None else " ".join(text.replace("+-", "±").replace("±", " ± ").split())
 
 
 def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None):
@@ -203,7 +215,8 @@ def table_cmd(
     avg: Annotated[bool, typer.Option("--avg/--no-avg", help="Show the AVG column.")] = True,
     std: Annotated[bool, typer.Option("--std", help="Show mean ± std over seeds.")] = False,
     seeds: Annotated[bool, typer.Option("--seeds", help="Add a seed-count column n.")] = False,
-    significance: Annotated[str, typer.Option(help="Mark (†) cells differing from the strongest baseline (Welch's t-test over seeds): auto (>= 3 seeds), welch (>= 2), off.")] = "auto",
+    significance: Annotated[str, typer.Option(help="Mark (†) cells differing from the strongest baseline (a results file has no per-problem verdicts: Welch's t-test over seeds): auto (>= 3 seeds), welch (>= 2), off.")] = "auto",
+    cells: Annotated[str, typer.Option(help="What a cell shows: 'mean', 'mean ± ci' (t-interval over seeds) or 'mean ± std'.")] = "mean",
     decimals: Annotated[int, typer.Option(help="Decimals shown (ranking uses them).")] = 1,
     scale: Annotated[Optional[float], typer.Option(help="Multiply values; default: 100 when every value is in [0, 1] (fractions), else 1 (already percent).")] = None,
     lower_is_better: Annotated[Optional[str], typer.Option(help="Comma-separated columns where lower wins.")] = None,
@@ -237,7 +250,7 @@ def table_cmd(
             typer.echo(f"note: {what} (--scale sets it)", err=True)
         cfg = TableConfig(base=base, baselines=_split(baselines) or [],
                           benchmarks=_split(benchmarks) or [str(b) for b in pd.unique(df["benchmark"])],
-                          methods=_split(methods), delta_avg=delta_avg, avg=avg, std=std, seeds=seeds,
+                          methods=_split(methods), delta_avg=delta_avg, avg=avg, std=std, seeds=seeds, cells=_cells(cells),
                           significance=significance, decimals=decimals, scale=scale, lower_is_better=_split(lower_is_better) or [],
                           select_by=select_by)
         text = getattr(build_table(df, cfg), _FORMAT_METHODS[format])()

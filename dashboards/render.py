@@ -37,6 +37,8 @@ class Table:
     rows: list[Row]
     config: TableConfig
     footnotes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the report says beside the table (not part of the table files), e.g. that no verdicts exist."""
 
     @property
     def models(self) -> list[str]:
@@ -84,8 +86,13 @@ def _label(t: Table, name: str) -> str:
 
 def _value_text(t: Table, col: str, cell, pm: str) -> str:
     text = t.fmt(col, cell.mean)
-    if t.config.std and col != DELTA and cell.mean is not None and cell.std is not None:
+    shown = t.config.cell_text
+    if col == DELTA or cell.mean is None:
+        return text
+    if shown == "mean ± std" and cell.std is not None:
         text += f"{pm}{cell.std * t.config.scale:.{t.config.decimals}f}"
+    elif shown == "mean ± ci" and cell.ci is not None:
+        text += f"{pm}{(cell.ci[1] - cell.ci[0]) / 2 * t.config.scale:.{t.config.decimals}f}"
     return text
 
 
@@ -196,17 +203,34 @@ def to_html(t: Table) -> str:
     return "\n".join(out) + "\n"
 
 
+STAT_COLUMNS = ("ci_low", "ci_high", "diff", "diff_low", "diff_high", "p", "p_holm")
+"""Per column of table.csv when the table has intervals or a paired test: the cell's 95% interval, and
+against the strongest baseline the difference, its 95% interval, the p-value and Holm's adjusted one."""
+
+
 def to_frame(t: Table) -> pd.DataFrame:
-    """The displayed numbers as a frame (one row per table row, no marks)."""
+    """The displayed numbers as a frame (one row per table row, no marks); with intervals or a paired test
+    also each column's STAT_COLUMNS (scaled like the values, one more decimal; p-values to 4 digits)."""
     recs = []
+    stats = any(c.ci is not None or c.test for r in t.rows for c in r.cells.values())
+    scaled = lambda v: None if v is None else round(v * t.config.scale, t.config.decimals + 1)  # noqa: E731
     for r in t.rows:
         rec = {"model": r.model, "method": r.label, "config": r.config or "", "n": r.n}
         for col in t.columns:
-            text = t.fmt(col, r.cells[col].mean)
+            cell = r.cells[col]
+            text = t.fmt(col, cell.mean)
             rec[col] = None if text == "—" else float(text)
-            if t.config.std and col != DELTA:
-                s = r.cells[col].std
+            if t.config.cell_text == "mean ± std" and col != DELTA:
+                s = cell.std
                 rec[f"{col} std"] = None if s is None else round(s * t.config.scale, t.config.decimals)
+            if stats and col != DELTA:
+                test = cell.test or {}
+                rec[f"{col} ci_low"] = scaled(cell.ci[0]) if cell.ci else None
+                rec[f"{col} ci_high"] = scaled(cell.ci[1]) if cell.ci else None
+                for k in ("diff", "diff_low", "diff_high"):
+                    rec[f"{col} {k}"] = scaled(test.get(k))
+                for k in ("p", "p_holm"):
+                    rec[f"{col} {k}"] = float(f"{test[k]:.4g}") if k in test else None
         recs.append(rec)
     return pd.DataFrame(recs)
 

@@ -31,6 +31,9 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from dashboards import curves as cv
+from dashboards.aggregate_report import (
+    aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, write_aggregate_figure,
+)
 from dashboards.collect import SweepData, collect
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
@@ -122,6 +125,10 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         if fmt in cfg.formats:
             paths[fmt] = out / name
             paths[fmt].write_text(text(), encoding="utf-8")
+    blocks = study_aggregates(table) if table.rows else []
+    if blocks and "md" in cfg.formats:
+        paths["aggregates"] = out / "aggregates.md"
+        paths["aggregates"].write_text(aggregates_markdown(blocks, cfg.table), encoding="utf-8")
     history, curve_notes = curve_history(data, table, cfg)
     models = [str(m) for m in pd.unique(history["model"])]
     sections, specs, notes = [], [], []
@@ -134,14 +141,19 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         sections.append(head + "\n".join(divs))
     if not table.rows:
         notes.append(f"No table: no {cfg.table.metric} values logged yet")
+    notes += table.notes
     missing = [k for k in cfg.curves if k not in set(data.history["key"])]
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
     notes += curve_notes
     paths.update(write_static_figures(specs, out, cfg.formats))
+    paths.update(write_aggregate_figure(blocks, cfg.table, out, cfg.formats))
     if "html" in cfg.formats:
+        extra = aggregates_html(blocks, cfg.table)
+        if blocks:
+            extra += _fig_html(plotly_aggregates(blocks, cfg.table), "fig-aggregates")
         paths["html"] = out / "report.html"
-        paths["html"].write_text(_page(title, data, table, sections, notes, cfg), encoding="utf-8")
+        paths["html"].write_text(_page(title, data, table, sections, notes, cfg, extra), encoding="utf-8")
     if log_to_run:
         from mlflow import MlflowClient
         client = MlflowClient(tracking_uri or data.tracking_uri)
@@ -193,7 +205,8 @@ def _values_line(tc: TableConfig, marks: str = "Bold: best; underlined: second; 
             + f", mean over seeds, x{tc.scale:g}. {marks}")
 
 
-def _page(title: str, data: SweepData, table, sections: list[str], notes: list[str], cfg: ReportConfig) -> str:
+def _page(title: str, data: SweepData, table, sections: list[str], notes: list[str], cfg: ReportConfig,
+          aggregates: str = "") -> str:
     t = data.trials
     status = t["status"].value_counts().to_dict() if "status" in t else {}
     meta = (f"{len(t)} trials; methods: {', '.join(map(str, dict.fromkeys(t['method'])))}; "
@@ -214,6 +227,7 @@ def _page(title: str, data: SweepData, table, sections: list[str], notes: list[s
 {table.to_html()}
 <details><summary>LaTeX</summary><pre>{html.escape(table.to_latex())}</pre></details>
 {notes_html}
+{aggregates}
 {''.join(sections)}
 {_provenance_footer(data)}
 </body></html>

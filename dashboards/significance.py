@@ -1,8 +1,12 @@
-"""Significance across seeds: which methods differ from the strongest baseline, per table column.
+"""Significance: which methods differ from the strongest baseline, per table column.
 
-    note = mark_significance(block, columns, cfg)   # adds "significant" to cells, returns the footnote
+    notes = mark_significance(block, columns, cfg)   # adds "significant" to cells, returns the footnotes
 
-The test is Welch's two-sided t-test (unequal variances) on the per-seed values of a cell (a
+`significance: paired` (and `auto` where the cells have per-problem verdicts) is the paired
+two-level bootstrap with Holm's correction over the block (dashboards/cell_stats.py, docs/statistics.md).
+`welch` (and `auto` on runs recorded without verdicts) is the test below, unchanged.
+
+The Welch test is Welch's two-sided t-test (unequal variances) on the per-seed values of a cell (a
 benchmark, or AVG = each seed's mean over the benchmarks) against the same column of the strongest
 baseline row (the baseline with the best AVG, set in italics), at level ``cfg.alpha``. A cell is
 tested only when both rows have at least ``min_seeds`` values: 3 under ``significance: auto`` (the
@@ -20,7 +24,7 @@ from typing import Sequence
 
 from dashboards.table_model import DELTA, Row, TableConfig
 
-MIN_SEEDS = {"auto": 3, "welch": 2}
+MIN_SEEDS = {"auto": 3, "welch": 2, "paired": 3}
 
 
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
@@ -40,14 +44,32 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(2 * stats.t.sf(abs(t), df))
 
 
-def mark_significance(block: list[Row], columns: list[str], cfg: TableConfig) -> str | None:
-    """Mark the cells of one model block that differ from its strongest baseline; the footnote, or None."""
+def strongest_baseline(block: list[Row], cfg: TableConfig) -> Row | None:
+    """The block's strongest baseline row (the one set in italics), or None."""
+    return next((r for r in block if not r.is_base and r.label in cfg.baselines
+                 and any("baseline" in c.marks for c in r.cells.values())), None)
+
+
+def mark_significance(block: list[Row], columns: list[str], cfg: TableConfig) -> list[str]:
+    """Mark the cells of one model block that differ from its strongest baseline; the footnotes."""
     if cfg.significance == "off":
-        return None
-    strongest = next((r for r in block if not r.is_base and r.label in cfg.baselines
-                      and any("baseline" in c.marks for c in r.cells.values())), None)
+        return []
+    strongest = strongest_baseline(block, cfg)
     if strongest is None:
-        return None
+        return []
+    if cfg.significance in ("auto", "paired") and any(c.scores is not None for c in strongest.cells.values()):
+        from dashboards.cell_stats import paired_block
+
+        return paired_block(block, columns, cfg, strongest)
+    if cfg.significance == "paired":
+        where = f"{strongest.model}: " if strongest.model else ""
+        return [f"{where}no paired test: the strongest baseline {strongest.label} has no per-problem verdicts"]
+    note = welch_block(block, columns, cfg, strongest)
+    return [note] if note else []
+
+
+def welch_block(block: list[Row], columns: list[str], cfg: TableConfig, strongest: Row) -> str | None:
+    """Welch's t-test over seeds of every cell against the strongest baseline; the footnote, or None."""
     need = MIN_SEEDS[cfg.significance]
     tested, marked, counts = 0, 0, set()
     for row in block:

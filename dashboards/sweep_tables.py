@@ -39,7 +39,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     results: long (model, method, config, seed, benchmark, value), plus the base row's step-0
     values when `cfg.base` is set (method = config = cfg.base, one sample per seed).
     scores: (model, method, config, seed, score) = `select_by` at the chosen step, for picking
-    the best config per method.
+    the best config per method, with the run_id and the step its benchmark values come from.
     """
     cfg.validate()
     bench_of = _benchmark_of_keys(history, cfg.metric)
@@ -79,6 +79,13 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     results = results.drop(columns=["key", "run_id"])
     scores = picked[meta[1:]].copy()
     scores["score"] = picked[sel_key] if sel_key in picked else np.nan
+    scores["run_id"] = picked["run_id"].values
+    if cfg.at == "final":  # the last step with every benchmark value (the step the final values come from)
+        full = wide.dropna(subset=cols) if cols else wide.iloc[:0]
+        last = full.groupby("run_id", observed=True)["step"].max()
+        scores["step"] = picked["run_id"].map(last).values
+    else:
+        scores["step"] = picked["step"].values
     if cfg.base:
         step0 = h[(h["step"] == 0) & h["key"].isin(bench_of)]
         # One sample per (model, seed): the trials of one seed evaluate the same base policy with the
@@ -128,14 +135,40 @@ def failed_trials(trials):
     return trials[trials["status"].eq("FAILED")] if "status" in trials else trials.iloc[:0]
 
 
+def evaluation_picks(history: pd.DataFrame, scores: pd.DataFrame, cfg: TableConfig) -> pd.DataFrame:
+    """(run_id, model, method, config, seed, step) of every evaluation behind the table's values: the
+    trials' (from `scores`) and, with a base row, one step-0 run per (model, seed)."""
+    cols = ["run_id", "model", "method", "config", "seed", "step"]
+    picks = scores.dropna(subset=["step"])[cols] if "step" in scores else pd.DataFrame(columns=cols)
+    if cfg.base:
+        keys = set(_benchmark_of_keys(history, cfg.metric))
+        step0 = history[(history["step"] == 0) & history["key"].isin(keys)].drop_duplicates("run_id")
+        seeds = step0["seed"].astype(object).where(step0["seed"].notna(), step0["run_id"])
+        base = pd.DataFrame({"run_id": step0["run_id"].values, "model": step0["model"].values, "method": cfg.base,
+                             "config": cfg.base, "seed": seeds.values, "step": 0})
+        picks = pd.concat([picks, base.drop_duplicates(["model", "seed"])], ignore_index=True)
+    return picks
+
+
+def needs_verdicts(cfg: TableConfig) -> bool:
+    """Whether the table uses per-problem verdicts: a paired test, or intervals."""
+    return cfg.significance in ("auto", "paired") or cfg.cell_text == "mean ± ci"
+
+
 def table_from_sweep(data, cfg: TableConfig | None = None) -> Table:
     """Table straight from `collect(...)` output (a SweepData); benchmark columns as in
-    `with_declared_benchmarks`."""
+    `with_declared_benchmarks`; the per-problem verdicts of its evaluations when the table tests or
+    shows intervals (dashboards/verdict_data.py)."""
     cfg = with_declared_benchmarks(data, (cfg or TableConfig()).validate())
     failed = failed_trials(data.trials)
     history = data.history[~data.history["run_id"].isin(set(failed["run_id"]))] if len(failed) else data.history
     results, scores = results_from_history(history, cfg)
-    table = build_table(results, cfg, scores=scores, params=data.trials)
+    problems = None
+    if needs_verdicts(cfg) and data.tracking_uri:
+        from dashboards.verdict_data import problem_frame
+
+        problems = problem_frame(data, evaluation_picks(history, scores, cfg), cfg.metric, cfg.benchmarks)
+    table = build_table(results, cfg, scores=scores, params=data.trials, problems=problems)
     if len(failed):  # a failed trial (crash, divergence, stall) never enters a mean
         reasons = [f"{r.method} {r.trial_id}" + (f" ({r.failure_reason})" if isinstance(r.failure_reason, str) else "")
                    for r in failed.itertuples()]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from contract.metrics import VAL_AVG, VAL_TEMPLATE
 
 AVG, DELTA = "AVG", "Delta Avg"
+SIGNIFICANCE = ("auto", "paired", "welch", "off")
+CELLS = ("mean", "mean ± ci", "mean ± std")
 
 
 @dataclass
@@ -41,7 +43,10 @@ class TableConfig:
     decimals: int = 1
     """Digits after the decimal point; ranking is judged at this precision."""
     std: bool = False
-    """Show 'mean ± std' over seeds."""
+    """Show 'mean ± std' over seeds (the same as cells: 'mean ± std')."""
+    cells: str = "mean"
+    """What a cell shows: 'mean', 'mean ± ci' (the half-width of its 95% interval: problems and seeds
+    resampled where per-problem verdicts exist, else a t-interval over seeds) or 'mean ± std' (over seeds)."""
     seeds: bool = False
     """Add a column 'n' with the number of seeds behind each row."""
     base: str | None = None
@@ -55,10 +60,20 @@ class TableConfig:
     lower_is_better: list[str] = field(default_factory=list)
     """Columns (benchmarks, 'AVG', 'Delta Avg') where a lower value ranks first."""
     significance: str = "auto"
-    """Mark (†) cells that differ from the strongest baseline, Welch's t-test over seeds: 'auto' (when both
-    rows have >= 3 seeds), 'welch' (>= 2 seeds) or 'off' (dashboards/significance.py)."""
+    """Mark (†) cells that differ from the strongest baseline: 'paired' (per-problem two-level bootstrap,
+    Holm's correction over the block), 'auto' (paired where per-problem verdicts were recorded, else
+    Welch's t-test over seeds when both rows have >= 3 seeds), 'welch' (>= 2 seeds, no correction) or
+    'off' (dashboards/significance.py, docs/statistics.md)."""
     alpha: float = 0.05
     """Significance level of that test."""
+    power: float | None = None
+    """A difference (in shown units, e.g. 2.0 points) to size seeds for: the footnote says how many seeds
+    per method the paired test needs to find it with 80% power. None: only the detectable difference."""
+
+    @property
+    def cell_text(self) -> str:
+        """What a cell shows: `cells`, or 'mean ± std' under the older `std: true`."""
+        return "mean ± std" if self.std and self.cells == "mean" else self.cells
 
     def validate(self) -> TableConfig:
         """Raise ValueError naming the offending field; return self."""
@@ -90,8 +105,15 @@ class TableConfig:
             bad("delta_avg", "needs a base row: set `base`")
         if self.base is not None and (not isinstance(self.base, str) or not self.base):
             bad("base", f"must be a non-empty string, got {self.base!r}")
-        if self.significance not in ("auto", "welch", "off"):
-            bad("significance", f"must be one of ('auto', 'welch', 'off'), got {self.significance!r}")
+        if self.significance not in SIGNIFICANCE:
+            bad("significance", f"must be one of {SIGNIFICANCE}, got {self.significance!r}")
+        if isinstance(self.cells, str):  # 'mean +- ci' typed in ASCII, any spacing
+            self.cells = " ".join(self.cells.replace("+-", "±").replace("±", " ± ").split())
+        if self.cells not in CELLS:
+            bad("cells", f"must be one of {CELLS}, got {self.cells!r}")
+        if self.power is not None and (isinstance(self.power, bool) or not isinstance(self.power, (int, float))
+                                       or self.power <= 0):
+            bad("power", f"must be a positive difference in the table's units (e.g. 2.0), got {self.power!r}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 1:
             bad("alpha", f"must be a number in (0, 1), got {self.alpha!r}")
         return self
@@ -104,7 +126,9 @@ class Cell:
     n: int = 0
     marks: set[str] = field(default_factory=set)  # subset of {"best", "second", "baseline", "significant"}
     values: list[float] = field(default_factory=list)  # the per-seed values behind the mean
-
+    scores: object | None = None  # dashboards.paired_stats.Scores: per seed, per problem (None: no verdicts)
+    ci: tuple[float, float] | None = None  # 95% interval of the mean
+    test: dict | None = None  # against the strongest baseline: diff, diff_low, diff_high, p, p_holm
 
 @dataclass
 class Row:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dashboards.render import Table
+from dashboards.cell_stats import add_intervals, attach_scores
 from dashboards.significance import mark_significance
 from dashboards.table_model import AVG, DELTA, Cell, Row, TableConfig
 
@@ -75,12 +76,15 @@ def _select_configs(res: pd.DataFrame, scores: pd.DataFrame | None, cfg: TableCo
 
 
 def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
-                scores: pd.DataFrame | None = None, params: pd.DataFrame | None = None) -> Table:
+                scores: pd.DataFrame | None = None, params: pd.DataFrame | None = None,
+                problems: pd.DataFrame | None = None) -> Table:
     """Aggregate a long results frame (model, method, config, seed, benchmark, value) into a Table.
 
     scores: optional (model, method, config, seed, score) for best-config selection (else the
     selection uses `select_by` as a benchmark name or 'AVG'). params: optional trials frame with
-    config + params.* columns, to list the chosen hyper-parameters in the footnote.
+    config + params.* columns, to list the chosen hyper-parameters in the footnote. problems:
+    optional per-problem values (model, method, config, seed, benchmark, problem, value) behind the
+    results, for the paired test and intervals (dashboards/cell_stats.py).
     """
     cfg = (cfg or TableConfig()).validate()
     res = results.copy()
@@ -122,14 +126,34 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
             part = sub[sub[key] == name]
             if not part.empty:
                 block.append(_row(part, model, name, benches, False))
+        if problems is not None:
+            for row in block:
+                attach_scores(row, _problems_of(problems, row, res, cfg), benches)
         if cfg.delta_avg:
             _add_delta(block, benches)
         _emphasise(block, columns, cfg)
-        significance_notes.append(mark_significance(block, columns, cfg))
+        significance_notes += mark_significance(block, columns, cfg)
+        if cfg.cell_text == "mean ± ci" or any(c.test for r in block for c in r.cells.values()):
+            add_intervals(block, columns, cfg)
         rows += block
     table = Table(columns, rows, cfg)
     table.footnotes = _footnotes(chosen, cfg, params) + [n for n in significance_notes if n]
+    if problems is not None and cfg.significance in ("auto", "paired") \
+            and not any(c.scores is not None for r in rows for c in r.cells.values()):
+        table.notes.append("No per-problem verdicts recorded for these runs (recorded before they were stored, or "
+                           "a metric without them): " + ("Welch's test over seeds, no paired test."
+                                                         if cfg.significance == "auto" else "no paired test."))
     return table
+
+
+def _problems_of(problems: pd.DataFrame, row: Row, res: pd.DataFrame, cfg: TableConfig) -> pd.DataFrame:
+    """The per-problem values behind one row: its model, and its method and chosen config (or the base)."""
+    part = problems[problems["model"] == row.model]
+    if row.is_base:
+        return part[part["method"] == cfg.base]
+    configs = set((row.config or "").split(","))
+    key = "config" if cfg.rows == "config" else "method"
+    return part[(part[key] == row.label) & part["config"].isin(configs)]
 
 
 def _row(part: pd.DataFrame, model: str, label: str, benches: list[str], is_base: bool) -> Row:

@@ -16,7 +16,8 @@ run at that checkpoint's step, and its result files live in
 ``<run dir>/eval/<name>-<hash of its path>/step_<N>/<protocol hash>/``.
 
 ``log_eval`` writes one evaluation into a run: the metrics and a tag ``eval_logged/...`` in one
-``log_batch`` (one transaction), then the per-problem files as artifacts ``eval/step_<N>/``; a run
+``log_batch`` (one transaction), then the per-problem files as artifacts ``eval/step_<N>/`` (the compact
+verdicts as ``verdicts/eval/step_<N>.json``, contract.metrics.verdicts_artifact); a run
 that already has the tag is skipped, so a re-run never logs twice.
 """
 
@@ -28,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.errors import InputError
-from contract.metrics import EVAL_PROTOCOL_TAG, eval_artifacts
+from contract.metrics import EVAL_PROTOCOL_TAG, eval_artifacts, verdicts_artifact
 from contract.run_layout import STEP_FILE, TRIAL_FILE, RunLayout
 from evaluators.eval_config import EvalConfig
-from trial_eval.eval_run import EvalTarget
+from trial_eval.eval_run import VERDICTS_FILE, EvalTarget
 
 EVAL_EXPERIMENT = "eval"
 
@@ -193,7 +194,9 @@ def log_eval(client, run_id: str, step: int, metrics: dict[str, float], files: l
     if not new:
         return []
     for f in files:
-        if Path(f).is_file() and (Path(f).stem in new or Path(f).suffix != ".jsonl"):
+        if Path(f).name == VERDICTS_FILE and Path(f).is_file():  # where the paired statistics look for them
+            client.log_text(run_id, Path(f).read_text(encoding="utf-8"), verdicts_artifact("eval", step))
+        elif Path(f).is_file() and (Path(f).stem in new or Path(f).suffix != ".jsonl"):
             client.log_artifact(run_id, str(f), eval_artifacts(step))
     now = int(time.time() * 1000)
     for i, bench in enumerate(new):

@@ -44,7 +44,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from contract.metrics import TRIAL_STEP
+from contract.metrics import TRIAL_STEP, verdicts_artifact
 from contract.run_layout import RunLayout
 from dashboards.recorded_spec import RESOLVED_SPEC
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
@@ -232,6 +232,11 @@ class SweepTracker:
         for e in evaluations:
             log_eval(self.client, self.children[trial_id]["run_id"], int(e["step"]), e["metrics"],
                      [Path(f) for f in e["files"]], e["protocol"])
+
+    def log_verdicts(self, trial_id: str, step: int, text: str) -> None:
+        """An evaluation's per-problem verdicts as the run's artifact verdicts/val/step_<N>.json (rewritten
+        whole on a replay: idempotent)."""
+        self.client.log_text(self.children[trial_id]["run_id"], text, verdicts_artifact("val", step))
 
     def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
         run_id = self.children[trial_id]["run_id"]

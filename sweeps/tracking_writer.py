@@ -9,7 +9,7 @@
 
 The journal (``<run dir>/<sweep>/tracking/journal-<hash of the store URI>.jsonl``) is an append-only file of
 JSON lines, fsync'd on every append, beside ``.offset``: how far the writer has written. Operations: ``start``,
-``steps``, ``tags``, ``end``, ``eval`` of a trial. The writer reads whole lines from the offset in bounded
+``steps``, ``tags``, ``end``, ``eval``, ``verdicts`` of a trial. The writer reads whole lines from the offset in bounded
 chunks (memory stays bounded however long an outage lasts), applies them through ``SweepTracker`` (which skips
 steps the store already has and writes whole steps per transaction), then moves the offset; once caught up the
 journal is emptied. Every operation is idempotent, so a driver killed between a write and the offset update
@@ -176,6 +176,9 @@ class TrackingWriter(threading.Thread):
     def log_eval(self, trial_id: str, evaluations: list[dict]) -> None:
         self._append({"op": "eval", "trial": trial_id, "evaluations": evaluations})
 
+    def log_verdicts(self, trial_id: str, step: int, text: str) -> None:
+        self._append({"op": "verdicts", "trial": trial_id, "step": int(step), "text": text})
+
     def last_step(self, trial_id: str) -> int:
         return self.accepted.get(trial_id, -1)
 
@@ -248,6 +251,8 @@ class TrackingWriter(threading.Thread):
                 tracker.end_trial(tid, op["status"], error=op.get("error"), reason=op.get("reason"))
             elif kind == "eval":
                 tracker.log_eval(tid, op["evaluations"])
+            elif kind == "verdicts":
+                tracker.log_verdicts(tid, op["step"], op["text"])
         tracker.flush()
 
     def retrying(self, write: Callable[[], object]) -> None:

@@ -87,6 +87,11 @@ def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
     return [(int(s["step"]), float(s["time"]), s["metrics"]) for s in json.loads(result.get("steps", "[]"))]
 
 
+def unpack_verdicts(result: dict) -> list[tuple[int, str]]:
+    """(step, verdicts document) of the evaluations among a result's steps (evaluators/verdicts.py)."""
+    return [(int(s["step"]), s["verdicts"]) for s in json.loads(result.get("steps", "[]")) if s.get("verdicts")]
+
+
 def trial_id_of(config: dict) -> str:
     """The trial id of a Tune config, without building its config: the payload's, or for an Optuna
     sample the id `search_trial` gives it (that needs the sampled config)."""
@@ -243,6 +248,10 @@ def run_trial(config: dict) -> None:
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0), layout.stall_marker(trial_id))
 
     monitor = StopMonitor([StopRule(**rule) for rule in payload.get("stop") or []])
+    verdicts: dict[int, str] = {}  # an evaluation's per-problem verdicts, sent with its step
+
+    def record_verdicts(step: int, text: str) -> None:
+        verdicts[step] = text
 
     def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
         watchdog.beat()
@@ -250,7 +259,10 @@ def run_trial(config: dict) -> None:
             meta["resumed_from"] = max(step - 1, 0)
             meta["startup_log"] = " | ".join(startup_log)[-1000:]
         last_val.update({last_key(k): v for k, v in metrics.items() if k.startswith(VAL)})
-        pending.append({"step": step, "time": time.time(), "metrics": metrics})
+        record = {"step": step, "time": time.time(), "metrics": metrics}
+        if step in verdicts:
+            record["verdicts"] = verdicts.pop(step)
+        pending.append(record)
         stopped = monitor.update(step, metrics) if step > 0 else None  # step 0: the base, before any training
         if stopped:  # this step is sent (with its checkpoint, if any), then the backend is ended
             send(step, {**metrics, "stopped_by": stopped}, checkpoint_dir)
@@ -261,7 +273,7 @@ def run_trial(config: dict) -> None:
     try:
         final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
                                          log=lambda line: _log(line, startup_log, "resumed_from" in meta, note),
-                                         storage_dir=layout.trial_dir(trial_id))
+                                         storage_dir=layout.trial_dir(trial_id), verdicts=record_verdicts)
         if pending:  # a backend that ended without a final checkpoint
             send(pending[-1]["step"], final or pending[-1]["metrics"], None)
         if payload.get("eval"):

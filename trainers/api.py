@@ -1,12 +1,19 @@
 """The trainer contract shared by every backend and by the sweep runner.
 
     train(config: TrialConfig, report: Reporter, resume_from: Path | list[Path] | None = None,
-          workdir: Path | None = None, log=print, storage_dir: Path | None = None) -> dict
+          workdir: Path | None = None, log=print, storage_dir: Path | None = None,
+          verdicts: VerdictSink | None = None) -> dict
     Reporter(step, metrics: dict[str, float], checkpoint_dir: Path | None)
+    VerdictSink(step, text)
 
 A backend calls ``report`` once per logged step with the metric names of the contract in
 contract/metrics.py (``STEP_METRICS`` every step, ``val_metrics`` at evaluations) and, when it
 wrote a checkpoint at that step, the checkpoint directory.
+
+A backend that knows which problems each evaluation got right calls ``verdicts(step, text)`` before
+the ``report`` of that step, ``text`` an evaluators/verdicts.py document (the local backend does;
+verl's validation hands over aggregates only, so the verl backend ignores it). The sweep's trial
+logs it as the artifact contract.metrics.verdicts_artifact("val", step) of the trial's run.
 
 ``workdir`` is this attempt's scratch space (deleted when the attempt ends); ``storage_dir`` is
 the trial's durable directory, the same path for every retry and re-run of the trial (the local
@@ -35,6 +42,7 @@ from typing import Callable, Protocol
 from trainers.config import TrialConfig
 
 Reporter = Callable[[int, dict, "Path | None"], None]
+VerdictSink = Callable[[int, str], None]
 # One checkpoint directory, or candidates ordered newest first (see the module docstring).
 ResumeFrom = Path | list[Path] | None
 
@@ -58,7 +66,7 @@ class TrainingDiverged(RuntimeError):
 class Trainer(Protocol):
     def __call__(self, config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
                  workdir: Path | None = None, log: Callable[[str], None] = print,
-                 storage_dir: Path | None = None) -> dict: ...
+                 storage_dir: Path | None = None, verdicts: VerdictSink | None = None) -> dict: ...
 
 
 def get_trainer(backend: str) -> Trainer:

@@ -8,6 +8,7 @@ Results go to ``<eval_dir>/<protocol hash>/`` (evaluators/eval_config.py: a chan
 reuses them) and the materialized model to ``<eval_dir>/model``. For each benchmark,
 ``<benchmark>.jsonl`` holds one line per problem (id, prompt,
 answer, samples, extracted answers, verdicts, token counts) and ``<benchmark>.json`` its metrics;
+``verdicts.json`` holds every benchmark's per-problem verdicts in the compact form of evaluators/verdicts.py;
 both are written atomically when the benchmark is complete, so a re-run skips finished benchmarks
 and redoes an interrupted one. Every benchmark is loaded before anything is generated: a missing
 file fails before the model is even loaded. The checkpoint is materialized as a Hugging Face
@@ -162,8 +163,25 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
             generator.close()
     metrics = {eval_key(b, m): float(v) for b in cfg.benchmarks for m, v in done[b].items()}
     metrics[AVG_KEY] = sum(done[b]["avg_at_k"] for b in cfg.benchmarks) / len(cfg.benchmarks)
-    files = [results_dir / f"{b}.jsonl" for b in cfg.benchmarks] + [results_dir / "protocol.json"]
+    verdicts = results_dir / VERDICTS_FILE
+    _write_atomic(verdicts, verdicts_of(results_dir, cfg.benchmarks, target.step))
+    files = [results_dir / f"{b}.jsonl" for b in cfg.benchmarks] + [results_dir / "protocol.json", verdicts]
     return metrics, files
+
+
+VERDICTS_FILE = "verdicts.json"
+"""The evaluation's per-problem verdicts (evaluators/verdicts.py), beside its per-benchmark records."""
+
+
+def verdicts_of(results_dir: Path, benchmarks: list[str], step: int) -> str:
+    """The verdicts document of the benchmarks' records in ``results_dir`` (``<benchmark>.jsonl``)."""
+    from evaluators.verdicts import dumps
+
+    records = {}
+    for name in benchmarks:
+        with open(results_dir / f"{name}.jsonl", encoding="utf-8") as f:
+            records[name] = [json.loads(line) for line in f if line.strip()]
+    return dumps(step, records)
 
 
 def base_target(cfg, eval_root: Path, run_id: str | None = None, log: Callable[[str], None] = print) -> EvalTarget:

@@ -70,6 +70,12 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
         assert all(a < b for a, b in zip(stamps, stamps[1:])), (tid, stamps)  # not one arrival time per batch
         assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6]
     assert "actor/mix_weight" in kids["dhpo-entropy.s0"].data.metrics
+    assert_verdicts_recorded(client, kids, steps=(0, 2, 4, 6), benchmarks=("easy", "medium", "hard"), problems=4)
+    report = run_dir / "e2e_small" / "report"
+    table = (report / "table.md").read_text()
+    assert "paired two-level bootstrap over the 4 shared problems per benchmark" in table and "n = 2 vs 2 seeds" in table
+    assert "detectable with 80% power" in table
+    assert "AVG p_holm" in (report / "table.csv").read_text().splitlines()[0]
 
     # Same command again: nothing re-runs, nothing changes.
     before = {tid: (r.info.run_id, len(client.get_metric_history(r.info.run_id, "actor/entropy"))) for tid, r in kids.items()}
@@ -90,6 +96,27 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
     with pytest.raises(SpecError, match="different resolved config"):
         _run(changed, run_dir, ray_dir)
     assert {tid: (r.info.run_id, r.info.status) for tid, r in children(client, "e2e_small").items()} == recorded
+
+
+def assert_verdicts_recorded(client, kids, steps, benchmarks, problems):
+    """Every evaluation of every trial left its per-problem verdicts (verdicts/val/step_<N>.json), and they
+    reproduce the logged accuracies exactly (the base's at step 0 included)."""
+    from evaluators.verdicts import loads
+
+    for tid, run in kids.items():
+        rid = run.info.run_id
+        listed = sorted(a.path for a in client.list_artifacts(rid, "verdicts/val"))
+        assert listed == [f"verdicts/val/step_{s:06d}.json" for s in steps], (tid, listed)
+        for step in steps:
+            text = Path(client.download_artifacts(rid, f"verdicts/val/step_{step:06d}.json")).read_text()
+            assert len(text.encode()) < 2000, (tid, step, len(text))  # compact: bits, not samples
+            verdicts = loads(text)
+            assert list(verdicts) == list(benchmarks)
+            for b in benchmarks:
+                v = verdicts[b]
+                assert v.ids == [f"{b}-{i}" for i in range(problems)]
+                value = [m.value for m in client.get_metric_history(rid, f"val/{b}/acc") if m.step == step][0]
+                assert sum(v.fractions) / len(v.fractions) == value, (tid, step, b)
 
 
 def assert_same_history_as_uninterrupted(client, kids, ref_client, ref_kids, tids):

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from evaluators.tasks import make_split
+from evaluators.verdicts import loads
 from evaluators.verifier import verify_answer
 from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe, write_spec
 
@@ -78,6 +79,14 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
         assert all(verify_answer(s, x["answer"]) == c for x in easy for s, c in zip(x["samples"], x["correct"]))
         assert m["eval/avg/avg_at_k"] == pytest.approx((m["eval/easy/avg_at_k"] + m["eval/arith_qa/avg_at_k"]) / 2)
         assert r.info.status == "FINISHED"
+        # the compact per-problem verdicts of both evaluations, where the paired statistics read them
+        assert [a.path for a in client.list_artifacts(rid, "verdicts/eval")] == \
+            ["verdicts/eval/step_000000.json", f"verdicts/eval/step_{STEPS:06d}.json"]
+        verdicts = loads(Path(client.download_artifacts(rid, f"verdicts/eval/step_{STEPS:06d}.json",
+                                                        str(tmp_path / tid))).read_text())
+        assert verdicts["arith_qa"].ids == [x["id"] for x in recs]
+        assert verdicts["arith_qa"].correct == [[int(c) for c in x["correct"]] for x in recs]
+        assert mean(verdicts["easy"].fractions) == pytest.approx(m["eval/easy/avg_at_k"])
 
     # The base policy was evaluated once for both trials (one shared result directory), logged at step 0 of each.
     assert len(list((cwd / "runs" / "evalsweep" / "base_eval").iterdir())) == 1

@@ -33,9 +33,10 @@ from evaluators.generation import HFGenerator, SamplingParams
 from evaluators.rewards import compute_reward
 from evaluators.scoring import evaluate_benchmark
 from evaluators.tasks import Problem
+from evaluators.verdicts import dumps as dumps_verdicts
 from policy.model import load_policy, resolve_device
 from policy.rollout import Rollout, sample, score
-from trainers.api import Reporter, ResumeFrom, TrainingDiverged
+from trainers.api import Reporter, ResumeFrom, TrainingDiverged, VerdictSink
 from trainers.config import TrialConfig
 from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
@@ -55,9 +56,11 @@ def _decode(tokenizer, ids: torch.Tensor, mask: torch.Tensor) -> list[str]:
     return [tokenizer.decode(row[m.bool()].tolist(), skip_special_tokens=True) for row, m in zip(ids, mask)]
 
 
-def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialConfig, step: int) -> dict[str, float]:
+def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialConfig, step: int,
+             records: dict[str, list[dict]] | None = None) -> dict[str, float]:
     """val/<benchmark>/acc and val/avg/acc: Pass@1, greedy or averaged over eval_k samples at temperature 1,
-    through the shared evaluation path (evaluators/scoring.py) on raw prompts."""
+    through the shared evaluation path (evaluators/scoring.py) on raw prompts. ``records``: filled with
+    each benchmark's per-problem records (for the verdicts artifact, evaluators/verdicts.py)."""
     t = cfg.trainer
     greedy = t.eval_mode == "greedy"
     params = SamplingParams(n=1 if greedy else t.eval_k, temperature=1.0, max_new_tokens=t.max_new_tokens,
@@ -69,6 +72,8 @@ def evaluate(model, tokenizer, benchmarks: dict[str, list[Problem]], cfg: TrialC
     for name, problems in benchmarks.items():
         result = evaluate_benchmark(generator, name, problems, params, torch_generator=stream)
         metrics[val_key(name)] = result.metrics["avg_at_k"]
+        if records is not None:
+            records[name] = result.records
     metrics[VAL_AVG] = sum(metrics.values()) / len(metrics)
     return metrics
 
@@ -220,18 +225,25 @@ class LocalTrainer:
         _check_finite(self.step, metrics)
         return metrics
 
-    def run(self, report: Reporter, workdir: Path | None) -> dict[str, float]:
+    def _evaluate(self, verdicts: VerdictSink | None) -> dict[str, float]:
+        records: dict[str, list[dict]] = {}
+        metrics = evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, self.step, records)
+        if verdicts is not None:
+            verdicts(self.step, dumps_verdicts(self.step, records))
+        return metrics
+
+    def run(self, report: Reporter, workdir: Path | None, verdicts: VerdictSink | None = None) -> dict[str, float]:
         t = self.cfg.trainer
         final: dict[str, float] = {}
         if self.step == 0:
-            final = evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, 0)
+            final = self._evaluate(verdicts)
             report(0, dict(final), None)
             self.log(_format(0, t.steps, final))
         while self.step < t.steps:
             self.step += 1
             metrics = self.rl_step()
             if self.step % t.eval_every == 0 or self.step == t.steps:
-                metrics.update(evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, self.step))
+                metrics.update(self._evaluate(verdicts))
             checkpoint = None
             due = t.checkpoint_every and self.step % t.checkpoint_every == 0
             if workdir is not None and (due or self.step == t.steps):
@@ -258,13 +270,14 @@ def _brief(err: BaseException) -> str:
 
 
 def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
-          workdir: Path | None = None, log=print, storage_dir: Path | None = None) -> dict[str, float]:
+          workdir: Path | None = None, log=print, storage_dir: Path | None = None,
+          verdicts: VerdictSink | None = None) -> dict[str, float]:
     """Run one trial of the local backend (the trainer contract of trainers/api.py).
 
     ``resume_from``: a checkpoint directory or candidates ordered newest first; unreadable
     ones are skipped (logged), and with none readable the run starts from step 0.
     Raises TrainingDiverged when training diverges. ``storage_dir`` is not needed (checkpoints
-    are small enough for Tune to copy).
+    are small enough for Tune to copy). ``verdicts``: called with each evaluation's per-problem verdicts.
     """
     trainer = LocalTrainer(config, log)
     if resume_from is not None:
@@ -272,4 +285,4 @@ def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
         resumed = trainer.resume([Path(c) for c in candidates])
         if resumed is not None:
             log(f"resumed from {resumed} at step {trainer.step}")
-    return trainer.run(report, workdir)
+    return trainer.run(report, workdir, verdicts)

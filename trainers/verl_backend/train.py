@@ -160,8 +160,9 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None, workdir: Path | None = None,
-          log: Callable[[str], None] = print, storage_dir: Path | None = None) -> dict[str, float]:
-    """Run one trial through verl main_ppo (see the module docstring)."""
+          log: Callable[[str], None] = print, storage_dir: Path | None = None, verdicts=None) -> dict[str, float]:
+    """Run one trial through verl main_ppo (see the module docstring). ``verdicts`` is not called: verl's
+    validation hands over aggregate accuracies only (trainers/api.py)."""
     workdir = Path(workdir or storage_dir or Path.cwd() / ".verl-trial")
     storage = Path(storage_dir or workdir / "storage")
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,173 @@
+"""The report's "Aggregates" section: mean and IQM over benchmarks x seeds, probability of improvement,
+and the interval figure (figures/aggregates.png/.pdf, and plotly in the HTML).
+
+    from dashboards.aggregate_report import study_aggregates, aggregates_html, write_aggregate_figure
+    blocks = study_aggregates(table)     # per model: rows of (label, Aggregate), improvements
+    html = aggregates_html(blocks, table.config)
+    paths = write_aggregate_figure(blocks, table.config, out_dir, ["png", "pdf"])
+
+A row enters with its per-seed value of every benchmark column (dashboards/aggregates.py: the
+numbers and their stratified-bootstrap intervals); the base row is shown for reference, and the
+probability of improvement compares each method row with each baseline row of its block.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dashboards.aggregates import Aggregate, Improvement, aggregate, improvement
+from dashboards.table_model import AVG, DELTA, TableConfig
+
+
+@dataclass
+class Block:
+    model: str
+    rows: list[tuple[str, Aggregate]] = field(default_factory=list)
+    improvements: list[tuple[str, str, Improvement]] = field(default_factory=list)
+    """(method, baseline, P(method > baseline))."""
+
+
+def _matrix(row, benches: list[str]) -> np.ndarray | None:
+    """(seeds, benchmarks) of a row, or None when its benchmarks do not share one set of seeds."""
+    cols = [row.cells[b].values for b in benches if b in row.cells]
+    if len(cols) != len(benches) or not cols or len({len(c) for c in cols}) != 1 or not cols[0]:
+        return None
+    return np.array(cols, dtype=float).T
+
+
+def study_aggregates(table) -> list[Block]:
+    """Per model block: each row's aggregate, and P(method > baseline) for every method x baseline."""
+    cfg: TableConfig = table.config
+    benches = [c for c in table.columns if c not in (AVG, DELTA)]
+    blocks = []
+    for model in table.models:
+        rows = [r for r in table.rows if r.model == model]
+        mats = {r.label: (r, _matrix(r, benches)) for r in rows}
+        block = Block(model)
+        for label, (r, m) in mats.items():
+            if m is not None:
+                block.rows.append((label, aggregate(m)))
+        baselines = [b for b in cfg.baselines if b in mats and mats[b][1] is not None]
+        for label, (r, m) in mats.items():
+            if r.is_base or m is None:
+                continue
+            for b in baselines:
+                if b != label:
+                    block.improvements.append((label, b, improvement(m, mats[b][1])))
+        if block.rows:
+            blocks.append(block)
+    return blocks
+
+
+def _num(v: float, cfg: TableConfig) -> str:
+    return f"{v * cfg.scale:.{cfg.decimals}f}"
+
+
+def aggregates_html(blocks: list[Block], cfg: TableConfig) -> str:
+    """Two small tables per model: aggregates with intervals, and the probability of improvement."""
+    if not blocks:
+        return ""
+    esc = html_lib.escape
+    out = ['<h2>Aggregates</h2><p class="meta">Over benchmarks x seeds: mean and IQM (interquartile mean, the '
+           'middle 50% of the per-seed benchmark scores) with 95% stratified-bootstrap intervals (runs resampled '
+           'within each benchmark), and the probability that a run of a method beats a run of a baseline on a '
+           'benchmark (rliable, Agarwal et al. 2021; docs/statistics.md).</p>']
+    for b in blocks:
+        if len(blocks) > 1 or b.model:
+            out.append(f"<h3>{esc(cfg.labels.get(b.model, b.model))}</h3>")
+        out.append('<table class="paper-table"><thead><tr><th>Method</th><th>Mean</th><th>95% CI</th><th>IQM</th>'
+                   '<th>95% CI</th><th>runs x benchmarks</th></tr></thead><tbody>')
+        for label, a in b.rows:
+            out.append(f'<tr><td class="method">{esc(cfg.labels.get(label, label))}</td><td>{_num(a.mean, cfg)}</td>'
+                       f'<td>[{_num(a.mean_ci[0], cfg)}, {_num(a.mean_ci[1], cfg)}]</td><td>{_num(a.iqm, cfg)}</td>'
+                       f'<td>[{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}]</td><td>{a.runs} x {a.tasks}</td></tr>')
+        out.append("</tbody></table>")
+        if b.improvements:
+            out.append('<table class="paper-table"><thead><tr><th>P(X &gt; Y)</th><th>Y</th><th>P</th><th>95% CI</th>'
+                       '</tr></thead><tbody>')
+            for x, y, p in b.improvements:
+                out.append(f'<tr><td class="method">{esc(cfg.labels.get(x, x))}</td><td>{esc(cfg.labels.get(y, y))}</td>'
+                           f'<td>{p.value:.2f}</td><td>[{p.ci[0]:.2f}, {p.ci[1]:.2f}]</td></tr>')
+            out.append("</tbody></table>")
+    return "\n".join(out) + "\n"
+
+
+def aggregates_markdown(blocks: list[Block], cfg: TableConfig) -> str:
+    """The aggregates as Markdown (aggregates.md beside table.md)."""
+    lines = []
+    for b in blocks:
+        if b.model:
+            lines += [f"**{cfg.labels.get(b.model, b.model)}**", ""]
+        lines += ["| Method | Mean [95% CI] | IQM [95% CI] |", "|:---|---:|---:|"]
+        lines += [f"| {cfg.labels.get(label, label)} | {_num(a.mean, cfg)} [{_num(a.mean_ci[0], cfg)}, "
+                  f"{_num(a.mean_ci[1], cfg)}] | {_num(a.iqm, cfg)} [{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}] |"
+                  for label, a in b.rows]
+        if b.improvements:
+            lines += ["", "| X | Y | P(X > Y) [95% CI] |", "|:---|:---|---:|"]
+            lines += [f"| {cfg.labels.get(x, x)} | {cfg.labels.get(y, y)} | {p.value:.2f} [{p.ci[0]:.2f}, {p.ci[1]:.2f}] |"
+                      for x, y, p in b.improvements]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plotly_aggregates(blocks: list[Block], cfg: TableConfig):
+    """Interval plot (plotly): per model a row of panels Mean, IQM, P(X > strongest listed baseline)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=len(blocks), cols=2, subplot_titles=[t for b in blocks for t in
+                                                                   (f"{b.model} Mean".strip(), f"{b.model} IQM".strip())])
+    for i, b in enumerate(blocks, start=1):
+        labels = [cfg.labels.get(label, label) for label, _ in b.rows]
+        for j, (point, ci) in enumerate((("mean", "mean_ci"), ("iqm", "iqm_ci")), start=1):
+            x = [getattr(a, point) * cfg.scale for _, a in b.rows]
+            lo = [getattr(a, ci)[0] * cfg.scale for _, a in b.rows]
+            hi = [getattr(a, ci)[1] * cfg.scale for _, a in b.rows]
+            fig.add_trace(go.Scatter(x=x, y=labels, mode="markers", showlegend=False, marker={"color": "#1f77b4"},
+                                     error_x={"type": "data", "symmetric": False,
+                                              "array": [h - v for h, v in zip(hi, x)],
+                                              "arrayminus": [v - lo_ for v, lo_ in zip(x, lo)]}), row=i, col=j)
+    fig.update_layout(height=max(300, 60 + 28 * sum(len(b.rows) for b in blocks)), title="Aggregates (95% CI)")
+    return fig
+
+
+def write_aggregate_figure(blocks: list[Block], cfg: TableConfig, out_dir: str | Path, formats) -> dict[str, Path]:
+    """figures/aggregates.<fmt> (matplotlib: the existing figures' fonts and metadata) for png/pdf/svg in formats."""
+    from dashboards.static_figures import DPI, METADATA, RC, STATIC_FORMATS, import_matplotlib
+
+    wanted = [f for f in STATIC_FORMATS if f in formats]
+    if not wanted or not blocks:
+        return {}
+    out = Path(out_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    mpl = import_matplotlib(out / ".matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    height = sum(0.35 * len(b.rows) + 0.8 for b in blocks)
+    with mpl.rc_context(RC):
+        fig = Figure(figsize=(7.0, height), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(len(blocks), 2, squeeze=False)
+        for (ax_mean, ax_iqm), b in zip(axes, blocks):
+            labels = [cfg.labels.get(label, label) for label, _ in b.rows]
+            y = np.arange(len(labels))[::-1]
+            for ax, point, ci, title in ((ax_mean, "mean", "mean_ci", "Mean"), (ax_iqm, "iqm", "iqm_ci", "IQM")):
+                for yi, (_, a) in zip(y, b.rows):
+                    lo, hi = (v * cfg.scale for v in getattr(a, ci))
+                    ax.plot([lo, hi], [yi, yi], color="#1f77b4", linewidth=5, alpha=0.45, solid_capstyle="butt")
+                    ax.plot([getattr(a, point) * cfg.scale], [yi], marker="|", color="black", markersize=10)
+                ax.set_yticks(y, labels if ax is ax_mean else [""] * len(labels))
+                ax.set_title(f"{b.model + ': ' if b.model and len(blocks) > 1 else ''}{title}")
+                ax.set_xlabel(f"score x{cfg.scale:g} (95% CI)")
+                ax.grid(True, axis="x", linewidth=0.4, alpha=0.4)
+        paths = {}
+        for fmt in wanted:
+            path = out / "figures" / f"aggregates.{fmt}"
+            fig.savefig(path, format=fmt, dpi=DPI, metadata=METADATA[fmt])
+            paths[f"{fmt}:aggregates"] = path
+    return paths
