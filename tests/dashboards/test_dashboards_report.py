@@ -124,14 +124,14 @@ def report(known_store, known_data, tmp_path_factory):
 
 def test_report_files_and_self_contained_html(report, known_data):
     out, paths, cfg = report
-    assert set(paths) == {"html", "md", "latex", "csv"}
+    assert set(paths) == {"html", "md", "latex", "csv", "aggregates"}  # aggregates: aggregates.md (with md)
     html = paths["html"].read_text()
     # offline: plotly.js is inlined (the first script) and nothing is fetched from elsewhere
     assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
     inline_js, rest = html.split("</script>", 1)
     assert len(inline_js) > 3_000_000 and "plotly.js" in inline_js[:2000]
     assert "cdn.plot.ly" not in rest and "https://" not in rest
-    assert html.count('class="plotly-graph-div"') == 2 * 3  # 2 models x (dynamics, benchmarks, clipfrac)
+    assert html.count('class="plotly-graph-div"') == 2 * 3 + 1  # 2 models x (dynamics, benchmarks, clipfrac), aggregates
     assert '<table class="paper-table">' in html and "Not logged, not drawn: not/logged" in html
     assert "| Base |" in paths["md"].read_text() and "\\toprule" in paths["latex"].read_text()
     assert paths["csv"].read_text().startswith("model,method,config,n,")
@@ -141,7 +141,8 @@ def test_report_logged_as_parent_run_artifacts(report, known_store):
     from mlflow import MlflowClient
 
     arts = {a.path for a in MlflowClient(known_store.uri).list_artifacts(known_store.parent_run_id, "report")}
-    assert arts == {"report/report.html", "report/table.md", "report/table.tex", "report/table.csv"}
+    assert arts == {"report/report.html", "report/table.md", "report/table.tex", "report/table.csv",
+                    "report/aggregates.md"}
     assert str(Path(known_store.root)) in MlflowClient(known_store.uri).get_run(known_store.parent_run_id).info.artifact_uri
 
 
@@ -198,7 +199,7 @@ def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_da
     assert {"png", "pdf"} <= set(ReportConfig().formats)
     paths = write_report(known_data, tmp_path, ReportConfig(), log_to_run=run)
     figures = {f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks", "clipfrac")
-               for ext in ("png", "pdf")}
+               for ext in ("png", "pdf")} | {"aggregates.png", "aggregates.pdf"}  # one interval figure per study
     assert {p.name for k, p in paths.items() if ":" in k} == figures
     assert all((tmp_path / "figures" / n).stat().st_size > 5000 for n in figures)
     assert (tmp_path / "figures" / "m-small-dynamics.pdf").read_bytes().startswith(b"%PDF-")
@@ -240,7 +241,7 @@ def test_chromium_renders_every_figure_without_console_errors(report, known_data
     assert console == [], console
     counter = PlotCounter()
     counter.feed(dom)
-    assert sorted(counter.plots) == sorted(f"fig-{i}" for i in range(n_figs))
+    assert sorted(counter.plots) == sorted([f"fig-{i}" for i in range(n_figs)] + ["fig-aggregates"])
     for fid, c in counter.plots.items():
         assert c["svg"] >= 1 and c["traces"] >= 3, (fid, c)  # rendered, with its lines drawn
     assert '<table class="paper-table">' in dom
@@ -308,8 +309,8 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
     cfg = ReportConfig(formats=["png", "svg"], clipfrac=False)
     paths = write_report(known_data, tmp_path, cfg)
     names = sorted(p.name for k, p in paths.items() if ":" in k)
-    assert names == sorted(f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
-                           for ext in ("png", "svg"))
+    assert names == sorted([f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
+                            for ext in ("png", "svg")] + ["aggregates.png", "aggregates.svg"])
     assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
 
 
