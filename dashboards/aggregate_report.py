@@ -135,16 +135,11 @@ def plotly_aggregates(blocks: list[Block], cfg: TableConfig):
     return fig
 
 
-def write_aggregate_figure(blocks: list[Block], cfg: TableConfig, out_dir: str | Path, formats) -> dict[str, Path]:
-    """figures/aggregates.<fmt> (matplotlib: the existing figures' fonts and metadata) for png/pdf/svg in formats."""
-    from dashboards.static_figures import DPI, METADATA, RC, STATIC_FORMATS, import_matplotlib
+def aggregate_figure(blocks: list[Block], cfg: TableConfig):
+    """The interval plot as a matplotlib Figure (Agg): per model a row of two panels, Mean and IQM."""
+    from dashboards.static_figures import RC, import_matplotlib
 
-    wanted = [f for f in STATIC_FORMATS if f in formats]
-    if not wanted or not blocks:
-        return {}
-    out = Path(out_dir)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    mpl = import_matplotlib(out / ".matplotlib")
+    mpl = import_matplotlib(Path.cwd() / ".cache" / "matplotlib")  # as static_figure: imported already by save_figures
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -165,9 +160,13 @@ def write_aggregate_figure(blocks: list[Block], cfg: TableConfig, out_dir: str |
                 ax.set_title(f"{b.model + ': ' if b.model and len(blocks) > 1 else ''}{title}")
                 ax.set_xlabel(f"score x{cfg.scale:g} (95% CI)")
                 ax.grid(True, axis="x", linewidth=0.4, alpha=0.4)
-        paths = {}
-        for fmt in wanted:
-            path = out / "figures" / f"aggregates.{fmt}"
-            fig.savefig(path, format=fmt, dpi=DPI, metadata=METADATA[fmt])
-            paths[f"{fmt}:aggregates"] = path
-    return paths
+    return fig
+
+
+def write_aggregate_figure(blocks: list[Block], cfg: TableConfig, out_dir: str | Path, formats) -> dict[str, Path]:
+    """figures/aggregates.<fmt> for png/pdf/svg in formats (as the report's other static figures)."""
+    from dashboards.static_figures import save_figures
+
+    if not blocks:
+        return {}
+    return save_figures({"aggregates": lambda: aggregate_figure(blocks, cfg)}, out_dir, formats)

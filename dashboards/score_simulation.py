@@ -18,7 +18,7 @@ method, or on every benchmark) adds a true difference. The shape defaults to the
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from dashboards.significance import welch_p
 
 @dataclass
 class Shape:
+    """A simulated study's size and variance components (defaults: the default study's)."""
+
     methods: int = 7
     problems: int = 64
     seeds: int = 3
@@ -42,7 +44,6 @@ class Shape:
     (pooled run variance of AVG 2.7e-4 measured, 3.3e-4 simulated; docs/statistics.md)."""
     interaction_sd: float = 0.2
     """Spread of a method's problem-specific logit shift (the same in each of its runs)."""
-    extra: dict = field(default_factory=dict)
 
 
 def _logit(p: float) -> float:

@@ -133,18 +133,24 @@ def _draw_line(ax, spec: FigureSpec, label: str, df, labels: list[str], evaluati
 
 def write_static_figures(specs: list[FigureSpec], out_dir: str | Path, formats) -> dict[str, Path]:
     """Write figures/<name>.<fmt> under out_dir for the static formats in `formats`; {"fmt:name": path}."""
+    return save_figures({spec.name: (lambda spec=spec: static_figure(spec)) for spec in specs}, out_dir, formats)
+
+
+def save_figures(draw: dict, out_dir: str | Path, formats) -> dict[str, Path]:
+    """figures/<name>.<fmt> under out_dir for each {name: function drawing a matplotlib Figure} and each static
+    format in `formats` (matplotlib's cache in <out_dir>/.matplotlib, deterministic metadata); {"fmt:name": path}."""
     wanted = [f for f in STATIC_FORMATS if f in formats]
-    if not wanted or not specs:
+    if not wanted or not draw:
         return {}
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     mpl = import_matplotlib(out / ".matplotlib")
     paths = {}
-    for spec in specs:
-        fig = static_figure(spec)
+    for name, make in draw.items():
+        fig = make()
         with mpl.rc_context(RC):
             for fmt in wanted:
-                path = out / "figures" / f"{spec.name}.{fmt}"
+                path = out / "figures" / f"{name}.{fmt}"
                 fig.savefig(path, format=fmt, dpi=DPI, metadata=METADATA[fmt])
-                paths[f"{fmt}:{spec.name}"] = path
+                paths[f"{fmt}:{name}"] = path
     return paths

@@ -71,7 +71,11 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
         assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6]
     assert "actor/mix_weight" in kids["dhpo-entropy.s0"].data.metrics
     assert_verdicts_recorded(client, kids, steps=(0, 2, 4, 6), benchmarks=("easy", "medium", "hard"), problems=4)
-    report = run_dir / "e2e_small" / "report"
+    from dashboards.report import ReportConfig, report_from_mlflow
+
+    report = tmp_path / "report"
+    report_from_mlflow("e2e_small", tracking_uri=client.tracking_uri, out_dir=report, log=False, config=ReportConfig(
+        formats=["md", "csv"], table=ReportConfig.from_dict({"table": {"baselines": ["GRPO"]}}).table))
     table = (report / "table.md").read_text()
     assert "paired two-level bootstrap over the 4 shared problems per benchmark" in table and "n = 2 vs 2 seeds" in table
     assert "detectable with 80% power" in table
