@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 from sweep_testlib import kill_ray_processes, pids_under
 
@@ -16,7 +17,13 @@ def test_clean_up_of_a_dir_spares_a_sibling_whose_name_starts_the_same(tmp_path)
              for name, path in (("mine", mine), ("sibling", sibling))}
     procs["bare"] = subprocess.Popen([sys.executable, "-c", sleeper, str(mine)])
     try:
-        assert sorted(pids_under(mine)) == sorted([procs["mine"].pid, procs["bare"].pid])
+        expected = sorted([procs["mine"].pid, procs["bare"].pid])
+        deadline = time.monotonic() + 10  # a child shows its own command line only once it has exec'd
+        while sorted(pids_under(mine)) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(pids_under(mine)) == expected
+        while pids_under(sibling) != [procs["sibling"].pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert pids_under(sibling) == [procs["sibling"].pid]
         kill_ray_processes(mine)
         assert procs["mine"].wait(timeout=30) < 0 and procs["bare"].wait(timeout=30) < 0

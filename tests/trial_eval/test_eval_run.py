@@ -36,7 +36,8 @@ def test_results_files_metrics_and_resume_per_benchmark(model_dir, tmp_path):
     lines: list[str] = []
     metrics, files = evaluate_checkpoint(target, cfg, log=lines.append)
     out = tmp_path / "eval" / cfg.protocol_hash()
-    assert [f.name for f in files] == ["easy.jsonl", "qa.jsonl", "protocol.json"] and all(f.parent == out for f in files)
+    assert [f.name for f in files] == ["easy.jsonl", "qa.jsonl", "protocol.json", "verdicts.json"] \
+        and all(f.parent == out for f in files)
     records = [json.loads(x) for x in (out / "qa.jsonl").read_text().splitlines()]
     assert [r["answer"] for r in records] == ["1", "2", "3"] and all(len(r["samples"]) == 2 for r in records)
     assert all(n <= 8 for r in records for n in r["num_tokens"])
