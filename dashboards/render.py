@@ -213,7 +213,10 @@ def to_frame(t: Table) -> pd.DataFrame:
     also each column's STAT_COLUMNS (scaled like the values, one more decimal; p-values to 4 digits)."""
     recs = []
     stats = any(c.ci is not None or c.test for r in t.rows for c in r.cells.values())
-    scaled = lambda v: None if v is None else round(v * t.config.scale, t.config.decimals + 1)  # noqa: E731
+
+    def scaled(v: float | None) -> float | None:
+        return None if v is None else round(v * t.config.scale, t.config.decimals + 1)
+
     for r in t.rows:
         rec = {"model": r.model, "method": r.label, "config": r.config or "", "n": r.n}
         for col in t.columns:

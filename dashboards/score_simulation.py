@@ -73,6 +73,12 @@ def _scores(runs: list[np.ndarray], column: int | None) -> Scores:
     return Scores(x, strata)
 
 
+def _welch_rejects(a: Scores, b: Scores, alpha: float) -> bool:
+    """Welch's t-test over the seeds' cell values (the earlier test) rejects at `alpha`."""
+    p = welch_p(list(a.x @ a.weights), list(b.x @ b.weights))
+    return p is not None and p < alpha
+
+
 def rejection_rates(shape: Shape, tables: int, effect: float = 0.0, alpha: float = 0.05, seed: int = 0) -> dict:
     """Share of (method, column) cells rejected against a fixed baseline (method 0) by the paired test
     and by Welch's t-test over seeds; with effect != 0 only method 1's cells (the true difference)."""
@@ -89,8 +95,7 @@ def rejection_rates(shape: Shape, tables: int, effect: float = 0.0, alpha: float
                 a, b = every[m], every[0]
                 c = compare(a, b, spread=spread, alpha=alpha, n_boot=400, seed=int(rng.integers(1 << 31)))
                 paired += c.p < alpha
-                pw = welch_p(list(a.x @ a.weights), list(b.x @ b.weights))
-                welch += pw is not None and pw < alpha
+                welch += _welch_rejects(a, b, alpha)
                 n += 1
                 if col is None:
                     detectable.append(detectable_difference(c, alpha=alpha))
@@ -133,8 +138,7 @@ def _avg_cells(shape: Shape, shift: float, tables: int, alpha: float, rng: np.ra
         c = compare(a, b, spread=seed_spread(*every), alpha=alpha, n_boot=400, seed=int(rng.integers(1 << 31)))
         paired += c.p < alpha
         detectable.append(detectable_difference(c, alpha=alpha))
-        pw = welch_p(list(a.x @ a.weights), list(b.x @ b.weights))
-        welch += pw is not None and pw < alpha
+        welch += _welch_rejects(a, b, alpha)
     return {"paired": paired / tables, "welch": welch / tables, "detectable": float(np.median(detectable))}
 
 

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from dashboards.table_model import DELTA, Row, TableConfig
 
-MIN_SEEDS = {"auto": 3, "welch": 2, "paired": 3}
+MIN_SEEDS = {"auto": 3, "welch": 2}
 
 
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:

@@ -33,6 +33,11 @@ def _benchmark_of_keys(history: pd.DataFrame, metric: str) -> dict[str, str]:
     return {k: m.group(1) for k in pd.unique(history["key"]) if (m := pat.match(str(k))) and m.group(1) != "avg"}
 
 
+def _seed_or_run(rows: pd.DataFrame) -> pd.Series:
+    """Each row's seed, or its run id for a run without one (it then counts as a seed of its own)."""
+    return rows["seed"].astype(object).where(rows["seed"].notna(), rows["run_id"])
+
+
 def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-trial values from a sweep's history: (results, scores).
 
@@ -50,7 +55,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     h = history[history["key"].isin(set(bench_of) | {sel_key})]
     meta = ["run_id", "model", "method", "config", "seed"]
     runs = h.drop_duplicates("run_id")[meta].copy()
-    runs["seed"] = runs["seed"].astype(object).where(runs["seed"].notna(), runs["run_id"])
+    runs["seed"] = _seed_or_run(runs)
     runs["_order"] = range(len(runs))  # keep the history's (= trials') order for the rows
     wide = h.pivot_table(index=["run_id", "step"], columns="key", values="value", aggfunc="last",
                          observed=True)
@@ -90,7 +95,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
         step0 = h[(h["step"] == 0) & h["key"].isin(bench_of)]
         # One sample per (model, seed): the trials of one seed evaluate the same base policy with the
         # same seed (build_table averages their values per seed); a trial without a seed counts alone.
-        seeds = step0["seed"].astype(object).where(step0["seed"].notna(), step0["run_id"])
+        seeds = _seed_or_run(step0)
         base = pd.DataFrame({"model": step0["model"].values, "method": cfg.base, "config": cfg.base,
                              "seed": seeds.values,
                              "benchmark": step0["key"].map(bench_of).values, "value": step0["value"].values})
@@ -143,7 +148,7 @@ def evaluation_picks(history: pd.DataFrame, scores: pd.DataFrame, cfg: TableConf
     if cfg.base:
         keys = set(_benchmark_of_keys(history, cfg.metric))
         step0 = history[(history["step"] == 0) & history["key"].isin(keys)].drop_duplicates("run_id")
-        seeds = step0["seed"].astype(object).where(step0["seed"].notna(), step0["run_id"])
+        seeds = _seed_or_run(step0)
         base = pd.DataFrame({"run_id": step0["run_id"].values, "model": step0["model"].values, "method": cfg.base,
                              "config": cfg.base, "seed": seeds.values, "step": 0})
         picks = pd.concat([picks, base.drop_duplicates(["model", "seed"])], ignore_index=True)

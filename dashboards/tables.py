@@ -128,7 +128,7 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
                 block.append(_row(part, model, name, benches, False))
         if problems is not None:
             for row in block:
-                attach_scores(row, _problems_of(problems, row, res, cfg), benches)
+                attach_scores(row, _problems_of(problems, row, cfg), benches)
         if cfg.delta_avg:
             _add_delta(block, benches)
         _emphasise(block, columns, cfg)
@@ -146,7 +146,7 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
     return table
 
 
-def _problems_of(problems: pd.DataFrame, row: Row, res: pd.DataFrame, cfg: TableConfig) -> pd.DataFrame:
+def _problems_of(problems: pd.DataFrame, row: Row, cfg: TableConfig) -> pd.DataFrame:
     """The per-problem values behind one row: its model, and its method and chosen config (or the base)."""
     part = problems[problems["model"] == row.model]
     if row.is_base:

@@ -35,7 +35,7 @@ from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
 from sweeps.store import mask_uri
 from contract.run_layout import SweepLayout
-from sweeps.trial import trial_from_tune_config, trial_id_of, unpack_steps, unpack_verdicts
+from sweeps.trial import trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import TrackingWriter
 from contract.metrics import LOGGED_PREFIXES, is_logged
@@ -126,9 +126,10 @@ class MlflowLogger(Callback):
                     SweepLayout.of_scratch(s.scratch).note(tid).unlink(missing_ok=True)
                 s.writer.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
             # every step since the trial's previous result; journaled (on disk) before the trial goes on
-            s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values in steps])
-            for step, text in unpack_verdicts(result):  # an evaluation's per-problem verdicts: an artifact
-                s.writer.log_verdicts(tid, step, text)
+            s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values, _ in steps])
+            for step, _, _, text in steps:  # an evaluation's per-problem verdicts: an artifact
+                if text:
+                    s.writer.log_verdicts(tid, step, text)
             if result.get("stopped_by"):  # a stop rule ended it (sweeps/stop_rules.py)
                 s.stopped[tid] = result["stopped_by"]
                 s.writer.set_tags(tid, {"stopped_by": result["stopped_by"]})

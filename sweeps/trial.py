@@ -82,14 +82,11 @@ def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep:
     return [path for _, _, path in sorted(found, reverse=True)[:keep]]
 
 
-def unpack_steps(result: dict) -> list[tuple[int, float, dict]]:
-    """(step, wall-clock time, metrics) of every step a trial's result carries, in order."""
-    return [(int(s["step"]), float(s["time"]), s["metrics"]) for s in json.loads(result.get("steps", "[]"))]
-
-
-def unpack_verdicts(result: dict) -> list[tuple[int, str]]:
-    """(step, verdicts document) of the evaluations among a result's steps (evaluators/verdicts.py)."""
-    return [(int(s["step"]), s["verdicts"]) for s in json.loads(result.get("steps", "[]")) if s.get("verdicts")]
+def unpack_steps(result: dict) -> list[tuple[int, float, dict, str | None]]:
+    """(step, wall-clock time, metrics, verdicts document or None) of every step a trial's result carries,
+    in order; an evaluation's step carries its per-problem verdicts (evaluators/verdicts.py)."""
+    return [(int(s["step"]), float(s["time"]), s["metrics"], s.get("verdicts"))
+            for s in json.loads(result.get("steps", "[]"))]
 
 
 def trial_id_of(config: dict) -> str:
