@@ -57,6 +57,9 @@ RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", str, None,
 FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
                          "verl workers: hand the per-token entropy to the policy losses (DHPO mixing='entropy'); "
                          "the verl backend sets it for such trials.")
+GPU_MEMORY_FRACTION = EnvVar("ZOO_VERL_GPU_MEMORY_FRACTION", float, None,
+                             "verl workers: cap each process's CUDA memory to this share of the GPU when it first "
+                             "uses CUDA (packed trials, resources.gpus < 1); the verl backend sets it.")
 MLFLOW_SERVER_JOBS = EnvVar("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", bool, True,
                             "MLflow's own: its server's background job runners (GenAI scorers; eight processes, "
                             "files in /dev/shm). `sweep ui` starts its server with them off unless this is set.")
@@ -67,4 +70,4 @@ VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "verl's device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).")
 
 ENV_VARS = (MLFLOW_TRACKING_URI, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_AUTH_MODE, MLFLOW_SERVER_JOBS, FORWARD_ENTROPY,
-            MLFLOW_ARTIFACTS_PROGRESS, VERL_PLATFORM)
+            GPU_MEMORY_FRACTION, MLFLOW_ARTIFACTS_PROGRESS, VERL_PLATFORM)

@@ -6,12 +6,18 @@
 
 Parts, in order (each ends ok, failed or skipped; its output goes to <out>/<part>.log):
     cuda-tests  pytest tests/trainers/objectives/test_objectives_cuda.py tests/trainers/local/test_local_cuda.py
+                tests/trainers/verl_plugin/test_gpu_share.py
     verl-sweep  sweep run verl_gpu_smoke.yaml: two verl trials (GRPO, DHPO-E), FSDP2 in bf16 with NCCL,
                 actor and reference on the GPU, the zoo_hf rollout on the GPU, validation, checkpoints,
                 MLflow on sqlite
     eval-hf     sweep eval of the GRPO trial's last checkpoint, hf backend on CUDA (--smoke)
     eval-vllm   the same with the vllm backend            (skipped where vllm is not importable)
     verl-vllm   verl_gpu_smoke.yaml --smoke with the vLLM rollout (skipped where vllm is not importable)
+and, only when named in --only (the GPU figures, docs/benchmarks.md):
+    objectives  benchmarks/objectives.py --device cuda: every objective beside verl's, bf16 and fp32,
+                64 x 8192 and 256 x 8192, bandwidth bound, torch.compile beside 3 cases (<out>/objectives.json)
+    verl-pack   sweep run verl_gpu_pack.yaml: 4 verl trials at resources.gpus 0.25, all at once on the GPU
+    verl-pack-serial  the same 4 trials one at a time (max_concurrent=1): the packing's yardstick
 
 The summary (printed, and <out>/summary.json) gives each part's result and wall time, the GPU's peak
 memory in use while it ran (nvidia-smi, every 0.5 s; all processes), and for verl trials the mean
@@ -46,11 +52,16 @@ SPEC = "verl_gpu_smoke.yaml"
 SWEEP = "verl_gpu_smoke"
 EVAL_TRIAL = "grpo.s0"
 NO_GPU_EXIT = 3
-CUDA_TESTS = ["tests/trainers/objectives/test_objectives_cuda.py", "tests/trainers/local/test_local_cuda.py"]
+CUDA_TESTS = ["tests/trainers/objectives/test_objectives_cuda.py", "tests/trainers/local/test_local_cuda.py",
+              "tests/trainers/verl_plugin/test_gpu_share.py"]
 STEP_KEYS = ("actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/grad_norm", "critic/score/mean",
              "response_length/mean", "training/rollout_probs_diff_max", "actor/perf/max_memory_allocated_gb")
-PARTS = ("cuda-tests", "verl-sweep", "eval-hf", "eval-vllm", "verl-vllm")
-TIMEOUT_S = {"cuda-tests": 600, "verl-sweep": 1200, "eval-hf": 600, "eval-vllm": 900, "verl-vllm": 1200}
+PACK_SPEC, PACK_SWEEP = "verl_gpu_pack.yaml", "verl_gpu_pack"
+DEFAULT_PARTS = ("cuda-tests", "verl-sweep", "eval-hf", "eval-vllm", "verl-vllm")
+PARTS = DEFAULT_PARTS + ("objectives", "verl-pack", "verl-pack-serial")
+TIMEOUT_S = {"cuda-tests": 600, "verl-sweep": 1200, "eval-hf": 600, "eval-vllm": 900, "verl-vllm": 1200,
+             "objectives": 600, "verl-pack": 900, "verl-pack-serial": 1800}
+PACK_RUN_DIRS = {"verl-pack": "runs-pack", "verl-pack-serial": "runs-pack-serial"}
 
 
 @dataclass
@@ -60,6 +71,10 @@ class Part:
     why: str = ""
     wall_s: float | None = None
     gpu_mem_peak_mib: float | None = None
+    gpu_processes_max: int = 0
+    """Most processes holding the GPU at once (nvidia-smi's compute apps)."""
+    gpu_process_peak_mib: float | None = None
+    """The largest single process's GPU memory."""
     trials: dict = field(default_factory=dict)
 
 
@@ -79,6 +94,10 @@ def plan(out: Path, ray_temp: Path) -> dict[str, list[str]]:
         "eval-hf": sweep_cmd(*evaluate, "--backend", "hf", "--device", "cuda"),
         "eval-vllm": sweep_cmd(*evaluate, "--backend", "vllm"),
         "verl-vllm": sweep_cmd("run", SPEC, "base.verl.rollout=vllm", "--smoke", "--run-dir", str(vllm_dir), *common),
+        "objectives": [sys.executable, "benchmarks/objectives.py", "--device", "cuda", "--json", str(out / "objectives.json")],
+        "verl-pack": sweep_cmd("run", PACK_SPEC, "--run-dir", str(out / PACK_RUN_DIRS["verl-pack"]), *common),
+        "verl-pack-serial": sweep_cmd("run", PACK_SPEC, "max_concurrent=1", "--run-dir",
+                                      str(out / PACK_RUN_DIRS["verl-pack-serial"]), *common),
     }
 
 
@@ -87,7 +106,19 @@ class GpuMemory:
 
     def __init__(self, every_s: float = 0.5):
         self.every_s, self.peak, self._stop = every_s, None, threading.Event()
+        self.processes, self.process_peak = 0, None  # most processes on the GPU at once; largest one's MiB
         self._smi = shutil.which("nvidia-smi")
+
+    def _sample_processes(self) -> None:
+        try:
+            out = subprocess.run([self._smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            used = [float(line.split(",")[1]) for line in out.splitlines() if line.strip()]
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            return
+        self.processes = max(self.processes, len(used))
+        if used:
+            self.process_peak = max(self.process_peak or 0.0, max(used))
 
     def _sample(self) -> float | None:
         try:
@@ -102,6 +133,7 @@ class GpuMemory:
             value = self._sample()
             if value is not None:
                 self.peak = value if self.peak is None else max(self.peak, value)
+            self._sample_processes()
 
     def __enter__(self):
         if self._smi:
@@ -163,6 +195,7 @@ def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float, grace_s: f
             end_group(proc, grace_s)
             code = None
     part.wall_s, part.gpu_mem_peak_mib = round(time.monotonic() - start, 1), memory.peak
+    part.gpu_processes_max, part.gpu_process_peak_mib = memory.processes, memory.process_peak
     if code == 0:
         part.status = "ok"
     else:
@@ -184,7 +217,10 @@ def trial_figures(run_dir: Path, sweep: str) -> dict:
         steps = {r["step"]: r["data"] for r in rows}
         times = [d["timing_s/step"] for d in steps.values() if "timing_s/step" in d]
         first = steps.get(1, {})
+        commands, metrics = sorted(trial.glob("attempt-*/command.sh")), sorted(trial.glob("attempt-*/metrics.jsonl"))
         out[trial.name] = {
+            "started": commands[0].stat().st_mtime if commands else None,  # launch written, main_ppo started
+            "ended": metrics[-1].stat().st_mtime if metrics else None,  # its last metrics line
             "steps": max((s for s, d in steps.items() if "timing_s/step" in d), default=0),
             "step_time_s": round(sum(times) / len(times), 3) if times else None,
             "step_time_median_s": round(statistics.median(times), 3) if times else None,  # without the warm-up
@@ -200,8 +236,13 @@ def summary_text(parts: list[Part], device: str) -> str:
     for p in parts:
         mem = f"{p.gpu_mem_peak_mib:.0f}" if p.gpu_mem_peak_mib is not None else "-"
         wall = f"{p.wall_s:.0f}" if p.wall_s is not None else "-"
-        lines.append(f"{p.name:<11} {p.status:<8} {wall:>7} {mem:>8}  {p.why}")
+        procs = f"; at most {p.gpu_processes_max} processes on the GPU at once" if p.gpu_processes_max else ""
+        lines.append(f"{p.name:<11} {p.status:<8} {wall:>7} {mem:>8}  {p.why}{procs}")
+        starts = [f["started"] for f in p.trials.values() if f.get("started")]
         for trial, fig in p.trials.items():
+            if starts and fig.get("started") and fig.get("ended"):
+                lines.append(f"    {trial}: main_ppo from +{fig['started'] - min(starts):.0f} s to "
+                             f"+{fig['ended'] - min(starts):.0f} s")
             s1 = fig["step1"]
             lines.append(f"    {trial}: {fig['steps']} steps, {fig['step_time_s']} s/step, median "
                          f"{fig['step_time_median_s']} s ({fig['steps_per_s']} steps/s); step 1 pg_loss "
@@ -215,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/gpu_check"), help="Where logs, runs and summary.json go.")
     parser.add_argument("--ray-temp-dir", type=Path, default=None, help="Ray's temp dir (default <out>/ray; keep it short).")
-    parser.add_argument("--only", default=",".join(PARTS), help=f"Comma-separated parts to run (default all: {','.join(PARTS)}).")
+    parser.add_argument("--only", default=",".join(DEFAULT_PARTS),
+                        help=f"Comma-separated parts to run (default: {','.join(DEFAULT_PARTS)}; also: "
+                             f"{','.join(p for p in PARTS if p not in DEFAULT_PARTS)}).")
     parser.add_argument("--dry-run", action="store_true", help="Print the plan and the GPU spec's main_ppo commands; run nothing on the GPU.")
     args = parser.parse_args(argv)
     only = [p for p in args.only.split(",") if p]
@@ -228,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         for name in PARTS:
             print(f"{name}: {' '.join(commands[name])}" + ("" if name in only else "   (not selected)"))
-        return subprocess.run(sweep_cmd("run", SPEC, "--dry-run", "--run-dir", str(out / "runs")), cwd=REPO).returncode
+        specs = [SPEC] + ([PACK_SPEC] if any(p in PACK_RUN_DIRS for p in only) else [])
+        return max(subprocess.run(sweep_cmd("run", spec, "--dry-run", "--run-dir", str(out / "runs")), cwd=REPO).returncode
+                   for spec in specs)
 
     import torch
 
@@ -257,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
             part.trials = trial_figures(out / "runs", SWEEP)
         if part.name == "verl-vllm":
             part.trials = trial_figures(out / "runs-vllm", SWEEP + "_smoke")  # --smoke names it so
+        if part.name in PACK_RUN_DIRS:
+            part.trials = trial_figures(out / PACK_RUN_DIRS[part.name], PACK_SWEEP)
 
     (out / "summary.json").write_text(json.dumps({"device": device, "parts": [asdict(p) for p in parts]}, indent=2))
     print(summary_text(parts, device))

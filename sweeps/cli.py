@@ -95,6 +95,10 @@ def print_trials(spec: SweepSpec) -> None:
     console.print(f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}; "
                   f"total ask at full concurrency: {r.cpus * spec.max_concurrent:g} CPU, {r.gpus * spec.max_concurrent:g} GPU; "
                   f"retries per trial: {spec.max_failures}")
+    if 0 < r.gpus < 1:  # packing (verl: the commands below cap each process's CUDA memory to the share)
+        per_gpu = round(1 / r.gpus)
+        console.print(f"packing: {per_gpu} trials share each GPU (resources.gpus {r.gpus:g}); "
+                      f"{min(per_gpu, spec.max_concurrent)} at once on a one-GPU machine")
 
 
 def print_commands(spec: SweepSpec) -> None:

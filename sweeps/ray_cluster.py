@@ -197,8 +197,10 @@ def local_temp_dir(run_dir: Path, temp_dir: Path | None) -> Path:
 
 
 def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_cpus: int | None,
-             num_gpus: int | None = None) -> None:
-    """Join ``address`` or start a local, token-protected Ray whose files stay under ``run_dir``."""
+             num_gpus: int | None = None, gpu_ids: str | None = None) -> None:
+    """Join ``address`` or start a local, token-protected Ray whose files stay under ``run_dir``
+    (``gpu_ids``: the CUDA_VISIBLE_DEVICES its node starts with, e.g. '0,0,0,0' for 4 logical GPUs
+    on GPU 0 when trials are packed; this process's own variable is left as it was)."""
     import ray
 
     if ray.is_initialized():
@@ -218,8 +220,17 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     enable_local_token_auth()
     warn_if_metrics_exporters()
     capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs of a backend's CPU platform (sweeps/placement.py)
-    ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus), _temp_dir=str(temp),
-             include_dashboard=False, log_to_driver=False, configure_logging=False)
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if gpu_ids is not None:  # the node's processes inherit it from ray.init's subprocesses
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids
+    try:
+        ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus),
+                 _temp_dir=str(temp), include_dashboard=False, log_to_driver=False, configure_logging=False)
+    finally:
+        if gpu_ids is not None and before is None:
+            del os.environ["CUDA_VISIBLE_DEVICES"]
+        elif gpu_ids is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 
 def warn_if_metrics_exporters() -> None:

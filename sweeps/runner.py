@@ -163,7 +163,8 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     try:
         # ray.init installs its own SIGTERM handler (sys.exit): ours go in after it.
         init_ray(address=options.address, run_dir=run_dir, temp_dir=options.ray_temp_dir,
-                 num_cpus=placement.local_cpus or options.num_cpus, num_gpus=placement.local_gpus)
+                 num_cpus=placement.local_cpus or options.num_cpus, num_gpus=placement.local_gpus,
+                 gpu_ids=placement.local_gpu_ids)
         cluster = _cluster_tag()
         with state.guard.installed():
             search_kwargs = _search(spec, recorded)

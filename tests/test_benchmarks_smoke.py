@@ -3,6 +3,7 @@ benchmarks/ measures speed, tests do not)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,16 @@ def test_cli_startup_smoke_prints_every_command_beside_its_peers():
     assert rows["sweep status NAME (no store)"][-1] == "2" and rows["sweep run missing.yaml"][-1] == "2"
     assert rows["sweep run bad_param.yaml"][-1] == "2" and rows["sweep run SHIPPED --dry-run"][-1] == "0"
     assert not (REPO / ".cli_startup").exists()
+
+
+@pytest.mark.timeout(300)
+def test_objectives_smoke_prints_ours_beside_verl_and_the_compiled_loss(tmp_path):
+    """The CPU side of `benchmarks/objectives.py --device cuda`: the same cases, steps, table and JSON."""
+    rows_file = tmp_path / "rows.json"
+    out = _run("benchmarks/objectives.py", "--device", "cpu", "--smoke", "--only", "grpo,gspo,dhpo entropy branch",
+               "--compile", "grpo", "--json", str(rows_file), timeout=280)
+    assert "Objective forward+backward, B x T = 4 x 256, fp32, CPU" in out and "comp ms" in out
+    rows = {r["case"]: r for r in json.loads(rows_file.read_text())["rows"]}
+    assert set(rows) == {"grpo", "gspo", "dhpo entropy branch"}
+    assert rows["grpo"]["verl"] == "vanilla" and rows["grpo"]["t_ratio"] > 0 and rows["grpo"]["compiled_ms"] > 0
+    assert rows["dhpo entropy branch"]["verl_ms"] is None and rows["gspo"]["compiled_ms"] is None

@@ -83,6 +83,8 @@ class Placement:
     """CPUs a local ray.init declares (None: the machine's)."""
     local_gpus: int | None = None
     """GPUs a local ray.init declares (None: the visible ones)."""
+    local_gpu_ids: str | None = None
+    """CUDA_VISIBLE_DEVICES of a local Ray's node (packing: the one GPU's id once per trial sharing it); None: as is."""
 
 
 @dataclass(frozen=True)

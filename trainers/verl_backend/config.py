@@ -79,6 +79,9 @@ class VerlConfig:
     """FSDP parameter offload to CPU (DHPO App. D: off)."""
     optimizer_offload: bool = False
     """FSDP optimizer-state offload to CPU (DHPO App. D: off)."""
+    gpu_share: float = 1.0
+    """Share of one GPU a trial takes; below 1 (a sweep sets it from ``resources.gpus``, e.g. 0.25), round(1 / share)
+    trials share each GPU and every verl process of the trial has its CUDA memory capped to that share."""
     gpu_wait_s: float = 600.0
     """Seconds a GPU trial waits for nnodes x n_gpus_per_node free GPUs on the Ray cluster before failing."""
     cache_dir: str = ".cache/verl"
@@ -177,6 +180,7 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
         value = getattr(verl, name)
         require(value is None or value >= 1, f"verl.{name}", "an integer >= 1 or null", value)
     require(verl.device in DEVICES, "verl.device", f"one of {list(DEVICES)}", verl.device)
+    require(0 < verl.gpu_share <= 1, "verl.gpu_share", "a number in (0, 1]", verl.gpu_share)
     require(verl.gpu_wait_s >= 0, "verl.gpu_wait_s", "a number >= 0", verl.gpu_wait_s)
     require(verl.cache_dir != "", "verl.cache_dir", "a directory path", verl.cache_dir)
     require(verl.tiny_warm_start_steps >= 0, "verl.tiny_warm_start_steps", "an integer >= 0", verl.tiny_warm_start_steps)

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.env import GPU_MEMORY_FRACTION
+from contract.errors import ConfigError
 from contract.run_layout import RunLayout
 from trainers.config import TrialConfig
 
@@ -159,8 +161,10 @@ def forwarded_env(launch_env: dict[str, str]) -> dict[str, str]:
 
 
 def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resume_path: str | None,
-                 metrics_file: Path, namespace: str, ray_address: str | None, experiment: str) -> Launch:
-    """argv + env of ``python -m verl.trainer.main_ppo`` for this trial."""
+                 metrics_file: Path, namespace: str, ray_address: str | None, experiment: str,
+                 node_gpus: str | None = None) -> Launch:
+    """argv + env of ``python -m verl.trainer.main_ppo`` for this trial (``node_gpus``: the
+    CUDA_VISIBLE_DEVICES the trial's Ray node gave it, which a packed trial needs; None: a placeholder)."""
     from trainers.verl_backend import translate
 
     env = dict(translate.trial_env(cfg))
@@ -187,9 +191,28 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
     overrides += translate.runtime_overrides(
         checkpoint_dir=str(checkpoint_dir), resume_path=resume_path, ray_address=ray_address, namespace=namespace,
         project="sweep", experiment=experiment, val_before_train=resume_path is None)
+    packed = cfg.verl.gpu_share < 1 and not uses_cpu(cfg)  # this trial's share of its node's one GPU
+    if packed:
+        env[GPU_MEMORY_FRACTION.name] = f"{cfg.verl.gpu_share:g}"  # a ZOO_VERL_ switch: forwarded to the workers
+        env["CUDA_VISIBLE_DEVICES"] = packed_device(node_gpus) if node_gpus is not None else "<node-gpu>"
+    job_env = forwarded_env(env)
+    if packed:
+        job_env["CUDA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"]
     overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={translate.hydra_value(v)}"
-                  for k, v in sorted(forwarded_env(env).items())]
+                  for k, v in sorted(job_env.items())]
     return Launch([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], env)
+
+
+def packed_device(visible: str) -> str:
+    """The one GPU id of a packed trial's verl job, from the CUDA_VISIBLE_DEVICES its Ray node gave the
+    trial ('0,0,0,0' -> '0'). Every process of the job sees that id: the ones holding no GPU (verl's
+    TaskRunner) must still find CUDA, which a repeated id hides, and Ray maps each logical GPU to it."""
+    ids = list(dict.fromkeys(v.strip() for v in visible.split(",") if v.strip()))
+    if len(ids) == 1:
+        return ids[0]
+    raise ConfigError(f"verl.gpu_share: a packed trial needs its Ray node to show one GPU, repeated once per trial "
+                      f"sharing it (e.g. CUDA_VISIBLE_DEVICES=0,0,0,0 ray start --num-gpus 4), got "
+                      f"CUDA_VISIBLE_DEVICES={visible!r}")
 
 
 def describe(cfg: TrialConfig) -> str:

@@ -175,7 +175,8 @@ def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
         wait_for_gpus(config.verl.nnodes * config.verl.n_gpus_per_node, config.verl.gpu_wait_s, log)
     launch = build_launch(config, inputs, checkpoint_dir=checkpoint_dir, resume_path=resume_path,
                           metrics_file=attempt / "metrics.jsonl", namespace=f"verl-{storage.name}-{attempt.name}-{job}",
-                          ray_address=address, experiment=storage.name)
+                          ray_address=address, experiment=storage.name,
+                          node_gpus=os.environ.get("CUDA_VISIBLE_DEVICES", ""))
     Path(launch.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     (attempt / "command.sh").write_text(launch.shell() + "\n")
     log(f"verl main_ppo: {attempt / 'command.sh'} (log: {attempt / 'main_ppo.log'})")

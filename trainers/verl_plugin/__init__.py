@@ -33,7 +33,7 @@ registry needs):
 
 import warnings
 
-from contract.env import FORWARD_ENTROPY
+from contract.env import FORWARD_ENTROPY, GPU_MEMORY_FRACTION
 
 try:
     import verl
@@ -53,6 +53,7 @@ from trainers.verl_plugin.registry import (  # noqa: E402
     PREFIX, ZooPolicyLossConfig, enable_entropy_forwarding, make_policy_loss, objective_params,
     register_zoo_losses,
 )
+from trainers.verl_plugin.gpu_share import cap_cuda_memory  # noqa: E402
 
 register_zoo_losses()
 
@@ -60,6 +61,9 @@ register_zoo_losses()
 # have no other hook): forward the actor's per-token entropy to zoo losses (dhpo mixing=entropy).
 if FORWARD_ENTROPY.get():
     enable_entropy_forwarding()
+# Packed trials (resources.gpus < 1): every process's CUDA memory capped to the trial's share.
+if GPU_MEMORY_FRACTION.get() is not None:
+    cap_cuda_memory(GPU_MEMORY_FRACTION.get())
 
 __all__ = [
     "PREFIX", "ZooPolicyLossConfig", "enable_entropy_forwarding", "make_policy_loss",
