@@ -11,8 +11,8 @@ Pure data on purpose: dashboards import it without importing any trainer code.
 
 from __future__ import annotations
 
-ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL, TRIAL, LAST = (
-    "actor/", "response_length/", "reward/", "val/", "perf/", "eval/", "trial/", "last/")
+ACTOR, RESPONSE_LENGTH, REWARD, VAL, SELECT, PERF, EVAL, TRIAL, LAST = (
+    "actor/", "response_length/", "reward/", "val/", "select/", "perf/", "eval/", "trial/", "last/")
 """The namespaces (key prefixes); LAST marks a trial's latest validation values (``last/val/...``)."""
 
 ENTROPY = "actor/entropy"
@@ -43,6 +43,8 @@ REWARD_FORMAT_MEAN = "reward/format_mean"
 VAL_TEMPLATE = "val/{benchmark}/acc"
 """The table's default metric: `{benchmark}` is each benchmark's name (val_key)."""
 VAL_AVG = "val/avg/acc"
+SELECT_AVG = "select/avg/acc"
+"""The selection split's average (data.select_size / select_files): select/<benchmark>/acc beside val/."""
 TRIAL_STEP = TRIAL + "step"
 """Written by the tracker after each step's metrics: the last step that is recorded whole."""
 
@@ -53,7 +55,7 @@ DHPO_METRICS = (MIX_WEIGHT,)
 """Reported only by DHPO (mean mixing weight w)."""
 CLIP_FRACTIONS = (CLIP_FRACTION, CLIP_FRACTION_TOKEN, CLIP_FRACTION_SEQ)
 """Drawn together in the report's clip-fraction panels."""
-LOGGED_PREFIXES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL)
+LOGGED_PREFIXES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, SELECT, PERF, EVAL)
 """Namespaces the sweep driver logs to MLflow; a reported key outside them is dropped (with a warning)."""
 PROGRESS = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG)
 """Columns of the live progress table."""
@@ -72,6 +74,11 @@ def last_key(key: str) -> str:
 def sign_aware_keys(prefix: str = CLIP_FRACTION) -> tuple[str, str]:
     """(low, high) clip-fraction keys of a clip-fraction family, e.g. actor/pg_clipfrac_low/_high."""
     return f"{prefix}_low", f"{prefix}_high"
+
+
+def selection_key(key: str) -> str:
+    """The selection split's twin of a validation key: val/easy/acc -> select/easy/acc."""
+    return SELECT + key[len(VAL):] if key.startswith(VAL) else key
 
 
 def val_metrics(benchmarks: list[str]) -> list[str]:

@@ -35,6 +35,7 @@ from dashboards.aggregate_report import (
     aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, write_aggregate_figure,
 )
 from dashboards.collect import SweepData, collect
+from dashboards.grid_report import grid_section
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
 )
@@ -129,6 +130,10 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     if blocks and "md" in cfg.formats:
         paths["aggregates"] = out / "aggregates.md"
         paths["aggregates"].write_text(aggregates_markdown(blocks, cfg.table), encoding="utf-8")
+    failed = set(failed_trials(data.trials)["run_id"])
+    grid = grid_section(data.history[~data.history["run_id"].isin(failed)], cfg.table) if table.rows else None
+    if grid is not None:
+        paths.update(grid.write(out, cfg.formats))
     history, curve_notes = curve_history(data, table, cfg)
     models = [str(m) for m in pd.unique(history["model"])]
     sections, specs, notes = [], [], []
@@ -152,6 +157,8 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         extra = aggregates_html(blocks, cfg.table)
         if blocks:
             extra += _fig_html(plotly_aggregates(blocks, cfg.table), "fig-aggregates")
+        if grid is not None:
+            extra += grid.html(paths)
         paths["html"] = out / "report.html"
         paths["html"].write_text(_page(title, data, table, sections, notes, cfg, extra), encoding="utf-8")
     if log_to_run:

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from contract.metrics import SELECT, selection_key
 from dashboards.tables import AVG, Table, TableConfig, build_table
 from evaluators.eval_config import PAPER_BENCHMARKS
 
@@ -52,7 +53,11 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     bench_of = {k: b for k, b in bench_of.items() if b in wanted}
     sel = cfg.select_by
     sel_key = cfg.metric.format(benchmark=sel) if sel and sel in wanted else sel
-    h = history[history["key"].isin(set(bench_of) | {sel_key})]
+    split = selection_split(history, cfg, sel_key)
+    twins = {selection_key(k): k for k in bench_of} if split == "select" else {}
+    if split == "select" and sel != AVG:
+        sel_key = selection_key(sel_key)
+    h = history[history["key"].isin(set(bench_of) | {sel_key} | set(twins))]
     meta = ["run_id", "model", "method", "config", "seed"]
     runs = h.drop_duplicates("run_id")[meta].copy()
     runs["seed"] = _seed_or_run(runs)
@@ -62,7 +67,8 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     wide = wide.reset_index().merge(runs, on="run_id")
     if sel == AVG:
         sel_key = "__avg__"
-        wide[sel_key] = wide[[k for k in bench_of if k in wide]].mean(axis=1, skipna=False)
+        on = twins if split == "select" else bench_of
+        wide[sel_key] = wide[[k for k in on if k in wide]].mean(axis=1, skipna=False)
     if cfg.at == "final":
         picked = wide.sort_values("step").groupby("run_id", sort=False, observed=True).last()  # last non-null per column
         picked = picked.reset_index()
@@ -85,6 +91,7 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
     scores = picked[meta[1:]].copy()
     scores["score"] = picked[sel_key] if sel_key in picked else np.nan
     scores["run_id"] = picked["run_id"].values
+    scores.attrs["selected_on"] = (split, sel_key if sel != AVG else AVG)
     if cfg.at == "final":  # the last step with every benchmark value (the step the final values come from)
         full = wide.dropna(subset=cols) if cols else wide.iloc[:0]
         last = full.groupby("run_id", observed=True)["step"].max()
@@ -101,6 +108,18 @@ def results_from_history(history: pd.DataFrame, cfg: TableConfig) -> tuple[pd.Da
                              "benchmark": step0["key"].map(bench_of).values, "value": step0["value"].values})
         results = pd.concat([base, results], ignore_index=True)
     return results, scores
+
+
+def selection_split(history: pd.DataFrame, cfg: TableConfig, sel_key: str | None) -> str:
+    """'select' or 'reported': where `select_by` is read (TableConfig.select_on; 'auto' = the selection
+    split where its keys were logged and `select_by` is a validation value or AVG)."""
+    has_twin = sel_key == AVG or (isinstance(sel_key, str) and selection_key(sel_key) != sel_key)
+    logged = history["key"].astype(str).str.startswith(SELECT).any()
+    if cfg.select_on == "select" and not (has_twin and logged):
+        raise ValueError(f"TableConfig.select_on: 'select' needs select/ values of {cfg.select_by!r} (a trial "
+                         f"setting data.select_size or data.select_files); "
+                         + ("none were logged" if not logged else f"{sel_key!r} has no selection-split twin"))
+    return "select" if cfg.select_on != "reported" and has_twin and logged else "reported"
 
 
 BENCHMARKS_PARAM = "params.data.benchmarks"

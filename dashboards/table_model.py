@@ -15,6 +15,7 @@ from contract.metrics import VAL_AVG, VAL_TEMPLATE
 
 AVG, DELTA = "AVG", "Delta Avg"
 SIGNIFICANCE = ("auto", "paired", "welch", "off")
+SELECT_ON = ("auto", "select", "reported")
 CELLS = ("mean", "mean ± ci", "mean ± std")
 
 
@@ -34,6 +35,10 @@ class TableConfig:
     """Metric that picks the best step/config: a metric key, a benchmark name, or 'AVG'."""
     mode: str = "max"
     """Direction of `select_by`: 'max' or 'min'."""
+    select_on: str = "auto"
+    """Where `select_by` is read to pick a step/config: 'select' (the selection split, select/... keys:
+    other problems of the same benchmarks, data.select_size), 'reported' (the reported benchmarks
+    themselves, the papers' way: the winner's score is biased upward) or 'auto' (select where logged)."""
     rows: str = "method"
     """'method': one row per method (best config); 'config': one row per config (ablations)."""
     methods: list[str] | None = None
@@ -89,7 +94,8 @@ class TableConfig:
             bad("benchmarks", "must not be empty (use None for all)")
         if not isinstance(self.labels, dict):
             bad("labels", f"must be a mapping, got {self.labels!r}")
-        for name, allowed in (("at", ("final", "best")), ("mode", ("max", "min")), ("rows", ("method", "config"))):
+        for name, allowed in (("at", ("final", "best")), ("mode", ("max", "min")), ("rows", ("method", "config")),
+                              ("select_on", SELECT_ON)):
             if getattr(self, name) not in allowed:
                 bad(name, f"must be one of {allowed}, got {getattr(self, name)!r}")
         if self.at == "best" and not self.select_by:

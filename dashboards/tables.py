@@ -137,7 +137,8 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
             add_intervals(block, columns, cfg)
         rows += block
     table = Table(columns, rows, cfg)
-    table.footnotes = _footnotes(chosen, cfg, params) + [n for n in significance_notes if n]
+    selected_on = scores.attrs.get("selected_on") if scores is not None else None
+    table.footnotes = _footnotes(chosen, cfg, params, selected_on) + [n for n in significance_notes if n]
     if problems is not None and cfg.significance in ("auto", "paired") \
             and not any(c.scores is not None for r in rows for c in r.cells.values()):
         table.notes.append("No per-problem verdicts recorded for these runs (recorded before they were stored, or "
@@ -214,11 +215,18 @@ def _emphasise(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
                 strongest.cells[col].marks.add("baseline")
 
 
-def _footnotes(chosen: list, cfg: TableConfig, params: pd.DataFrame | None) -> list[str]:
+def _footnotes(chosen: list, cfg: TableConfig, params: pd.DataFrame | None,
+               selected_on: tuple[str, str] | None = None) -> list[str]:
     if not chosen:
         return []
     what = "AVG over benchmarks" if cfg.select_by in (None, AVG) else cfg.select_by
-    notes = [f"Best config per method by mean {what} over seeds ({cfg.mode}, at the {cfg.at} step):"]
+    split, key = selected_on or ("reported", what)
+    if split == "select":
+        where = (f" on the selection split ({'select/ AVG over benchmarks' if key == AVG else key}: other problems of "
+                 f"the same benchmarks; the cells are the held-out reported ones)")
+    else:
+        where = " on the reported benchmarks themselves (the papers' way: the winners' scores are biased upward)"
+    notes = [f"Best config per method by mean {what} over seeds ({cfg.mode}, at the {cfg.at} step),{where}:"]
     for model, method, config, score in chosen:
         detail = ""
         if params is not None and {"config", "method", "model"} <= set(params.columns):

@@ -222,8 +222,9 @@ def _absolute_paths(data: dict, base: Path) -> None:
     d = data.get("data")
     if isinstance(d, dict) and d.get("train_file") and isinstance(d["train_file"], str):
         d["train_file"] = str((base / d["train_file"]).resolve())
-    if isinstance(d, dict) and isinstance(d.get("eval_files"), dict):
-        d["eval_files"] = {k: str((base / v).resolve()) if isinstance(v, str) else v for k, v in d["eval_files"].items()}
+    for files in ("eval_files", "select_files"):
+        if isinstance(d, dict) and isinstance(d.get(files), dict):
+            d[files] = {k: str((base / v).resolve()) if isinstance(v, str) else v for k, v in d[files].items()}
     if isinstance(d, dict) and isinstance(d.get("benchmarks"), list):  # the papers' benchmarks: their files, found now
         from evaluators.benchmarks import DEFAULT_DATA_DIR, PAPER_BENCHMARKS, find_benchmark_file
 

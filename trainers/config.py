@@ -64,6 +64,11 @@ class DataConfig:
     """Optional JSONL of training problems (fields prompt, answer[, solution])."""
     eval_files: dict[str, str] = field(default_factory=dict)
     """Optional benchmark name -> file (.jsonl / .json / .parquet in any schema of evaluators/loaders.py)."""
+    select_size: int = 0
+    """Problems per generated benchmark in the selection split (select/<benchmark>/acc): drawn by the same
+    generator, disjoint from its eval_size problems; a grid picks configurations on it (report.table.select_on). 0: none."""
+    select_files: dict[str, str] = field(default_factory=dict)
+    """Benchmark name -> file of its selection problems (for benchmarks read from files; other problems than the reported ones)."""
 
 
 @dataclass
@@ -199,6 +204,21 @@ def _coerce(f: dataclasses.Field, value: Any, path: str, source: str) -> Any:
     return value
 
 
+def _check_selection(d: DataConfig, source: str) -> None:
+    """The selection split names reported benchmarks only, and a benchmark read from a file needs its own file."""
+    from evaluators.tasks import BENCHMARKS as GENERATED
+
+    for bench in d.select_files:
+        if bench not in d.benchmarks:
+            raise ConfigError(f"{source}: data.select_files.{bench}: expected a benchmark of data.benchmarks "
+                              f"{d.benchmarks}, got {bench!r}")
+    if d.select_size:
+        unsplit = [b for b in d.benchmarks if b not in GENERATED and b not in d.select_files]
+        if unsplit:
+            raise ConfigError(f"{source}: data.select_size: {unsplit} are read from files, not generated: give their "
+                              f"selection problems as data.select_files.<name> (other problems than the reported ones)")
+
+
 def validate(cfg: TrialConfig, source: str = "config") -> None:
     """Range checks across the whole config; raises ConfigError naming the key path."""
     t, m, d = cfg.trainer, cfg.model, cfg.data
@@ -219,7 +239,9 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
     if m.path is not None:
         require(Path(m.path).is_dir(), source, "model.path", "an existing local directory with a checkpoint", m.path)
     require(d.train_size >= 1 and d.eval_size >= 1, source, "data.train_size/eval_size", "integers >= 1", (d.train_size, d.eval_size))
+    require(d.select_size >= 0, source, "data.select_size", "an integer >= 0", d.select_size)
     files = ([("data.train_file", d.train_file)] if d.train_file else []) + [(f"data.eval_files.{k}", v) for k, v in d.eval_files.items()]
+    files += [(f"data.select_files.{k}", v) for k, v in d.select_files.items()]
     for path, value in files:
         require(Path(value).is_file(), source, path, "an existing file (.jsonl, .json or .parquet: evaluators/loaders.py)", value)
     try:
@@ -238,6 +260,7 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
         require(bench in BENCHMARKS or bench in d.eval_files, source, "data.benchmarks",
                 f"built-in benchmarks {list(BENCHMARKS)}, the papers' {list(PAPER_BENCHMARKS)} (files) or keys of "
                 "data.eval_files", bench)
+    _check_selection(d, source)
     require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
     try:
         get_objective(cfg.algorithm.name, **cfg.algorithm.params)

@@ -1,6 +1,7 @@
 """Problems for a trial: the synthetic train split and test benchmarks, or user data files.
 
     train, benchmarks = load_data(cfg)   # list[Problem], {name: list[Problem]}
+    selection = load_selection(cfg)      # {name: list[Problem]}: the selection split, {} when none
 
 User files (data.train_file, data.eval_files) are read by evaluators.loaders.load_problems (any
 schema it accepts: synthetic-task JSONL, MATH / GSM8K style JSONL or JSON, plain or verl parquet);
@@ -34,3 +35,15 @@ def load_data(cfg: TrialConfig) -> tuple[list[Problem], dict[str, list[Problem]]
         else:
             raise ValueError(f"data.benchmarks: unknown benchmark {name!r}; expected {list(BENCHMARKS)} or a key of data.eval_files")
     return train, benchmarks
+
+
+def load_selection(cfg: TrialConfig) -> dict[str, list[Problem]]:
+    """The selection split per benchmark (validated by trainers/config.py: files or generated ones)."""
+    d = cfg.data
+    selection = {}
+    for name in d.benchmarks:
+        if name in d.select_files:
+            selection[name] = load_problems(d.select_files[name], benchmark=name)
+        elif d.select_size:
+            selection[name] = make_split(name, d.eval_size + d.select_size, d.seed)[d.eval_size:]
+    return selection

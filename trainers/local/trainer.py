@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, ENTROPY, GRAD_NORM, LR, PG_LOSS, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_ANSWER_MEAN, REWARD_FORMAT_MEAN, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL, VAL_AVG, val_key
+from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, ENTROPY, GRAD_NORM, LR, PG_LOSS, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_ANSWER_MEAN, REWARD_FORMAT_MEAN, REWARD_MEAN, STEP_TIME, TOKENS_PER_S, VAL, VAL_AVG, selection_key, val_key
 from evaluators.generation import HFGenerator, SamplingParams
 from evaluators.rewards import compute_reward
 from evaluators.scoring import evaluate_benchmark
@@ -40,7 +40,7 @@ from trainers.api import Reporter, ResumeFrom, TrainingDiverged, VerdictSink
 from trainers.config import TrialConfig
 from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
-from trainers.local.data import load_data
+from trainers.local.data import load_data, load_selection
 from trainers.local.optimizer import WarmupAdamW
 from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
@@ -113,6 +113,7 @@ class LocalTrainer:
         torch.set_num_threads(cfg.local.threads)
         torch.manual_seed(cfg.seed)
         self.train_problems, self.benchmarks = load_data(cfg)
+        self.selection = load_selection(cfg)  # {} unless data.select_size / select_files
         base_dir = ensure_base_checkpoint(cfg, self.train_problems, log)
         self.device = resolve_device(cfg.local.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.local.dtype)
@@ -230,6 +231,9 @@ class LocalTrainer:
         metrics = evaluate(self.model, self.tokenizer, self.benchmarks, self.cfg, self.step, records)
         if verdicts is not None:
             verdicts(self.step, dumps_verdicts(self.step, records))
+        if self.selection:  # after the reported benchmarks, so their values never depend on it
+            selected = evaluate(self.model, self.tokenizer, self.selection, self.cfg, self.step)
+            metrics.update({selection_key(k): v for k, v in selected.items()})
         return metrics
 
     def run(self, report: Reporter, workdir: Path | None, verdicts: VerdictSink | None = None) -> dict[str, float]:

@@ -201,6 +201,10 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
 
     if isinstance(cfg, VerlConfig) or getattr(cfg, "backend", None) != "verl":
         return
+    if cfg.data.select_size or cfg.data.select_files:
+        raise ConfigError(f"{source}: data.select_size / data.select_files: the verl backend does not evaluate a "
+                          f"selection split (the built-in trainer does); remove them, or pick on the reported "
+                          f"benchmarks (report.table.select_on: reported)")
     _require_user_inputs(cfg, source)
     t, b = cfg.trainer, batch_shape(cfg)
     world = b["world"]
