@@ -51,6 +51,7 @@ SLOW_LANES = {
         "test_shipped_study_dynamics.py",  # ~65 s (the default base: main_command's, copied)
         "test_benchmarks_smoke.py",        # ~90 s (the tracking-outage benchmark's smoke)
         "test_sweep_eval.py",              # ~45 s
+        "test_sweep_grid.py",              # ~60 s (a 6-trial grid with a selection split)
     ),
     "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
         "test_sweep_cluster_server.py",    # ~300 s
