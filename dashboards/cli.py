@@ -84,6 +84,7 @@ def report_cmd(
     std: Annotated[Optional[bool], typer.Option("--std", help="Show mean ± std over seeds.")] = None,
     significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline: auto (default: paired where per-problem verdicts exist, else Welch over >= 3 seeds), paired (per-problem bootstrap, Holm), welch (>= 2 seeds, no correction), off.")] = None,
     cells: Annotated[Optional[str], typer.Option(help="What a cell shows: 'mean', 'mean ± ci' (95% interval half-width) or 'mean ± std'.")] = None,
+    select_on: Annotated[Optional[str], typer.Option("--select-on", help="Where a grid picks each method's configuration: select (the selection split, data.select_size), reported (the reported benchmarks themselves, the papers' way) or auto (default: select where logged).")] = None,
     power: Annotated[Optional[float], typer.Option(help="A difference in shown units (e.g. 2.0 points): the footnote and stdout say how many seeds per method find it with 80% power.")] = None,
     decimals: Annotated[Optional[int], typer.Option(help="Decimals shown (ranking uses them).")] = None,
     scale: Annotated[Optional[float], typer.Option(help="Multiply values (default 100: percentages).")] = None,
@@ -116,7 +117,7 @@ def report_cmd(
     overrides = {k: v for k, v in {
         "metric": metric, "select_by": select_by, "at": _value(at), "mode": _value(mode), "base": base,
         "baselines": _split(baselines), "benchmarks": _split(benchmarks), "delta_avg": delta_avg, "std": std,
-        "significance": significance, "cells": _cells(cells), "power": power, "decimals": decimals,
+        "significance": significance, "cells": _cells(cells), "power": power, "decimals": decimals, "select_on": select_on,
         "scale": scale}.items() if v is not None}
     top = {k: v for k, v in {"curves": _split(curves), "ema_alpha": ema_alpha, "band": _value(band),
                              "by": _value(by), "formats": _split(formats)}.items() if v is not None}
