@@ -47,6 +47,8 @@ VIEW_ID = "sweep-trials"  # the experiment's saved view of the trial runs (sweep
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"  # where the MLflow UI keeps a saved view (experiment tag)
 CURVES_VIEW_ID = "sweep-curves"  # the saved view of the curves, grouped by method (sweeps/ui_views.py)
 CURVES_VIEW_TAG = f"mlflow.sharedViewState.{CURVES_VIEW_ID}"
+GRID_VIEW_ID = "sweep-grid"  # a grid's saved view: its parallel coordinates (sweeps/ui_views.py)
+GRID_VIEW_TAG = f"mlflow.sharedViewState.{GRID_VIEW_ID}"
 TRIALS_FILTER = "tags.role = 'trial'"
 CURVES_FILTER = f"{TRIALS_FILTER} and attributes.status != 'FAILED'"
 """The curves view's runs: FAILED trials are left out of its means and bands, as the table and the report's figures leave them out."""
@@ -249,6 +251,14 @@ def curves_page_url(server: str, experiment_id: str, tags: dict[str, str] | None
     runs' default charts."""
     return _runs_page(server, experiment_id, CURVES_VIEW_ID if CURVES_VIEW_TAG in (tags or {}) else None,
                       compareRunsMode="CHART")
+
+
+def grid_page_url(server: str, experiment_id: str, tags: dict[str, str] | None = None) -> str | None:
+    """The MLflow UI page of a grid's parallel coordinates (its saved view, chart mode); None for a sweep
+    that is not a grid (no such view)."""
+    if GRID_VIEW_TAG not in (tags or {}):
+        return None
+    return _runs_page(server, experiment_id, GRID_VIEW_ID, compareRunsMode="CHART")
 
 
 def _runs_page(server: str, experiment_id: str, view: str | None, **extra: str) -> str:

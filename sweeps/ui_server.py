@@ -1,6 +1,6 @@
 """`sweep ui`'s pages and its local MLflow server (sweeps/cli.py `ui` is the command).
 
-    pages = sweep_pages(uri, sweep, server)   # label -> URL: the curves view first, the trials table, the parent run
+    pages = sweep_pages(uri, sweep, server)   # label -> URL: (a grid's view,) the curves view, the trials table, the parent run
     port_taken(port)                          # on 127.0.0.1: the command exits 2 before starting anything
     code = serve(uri, run_dir, port, pages, open_browser)
 
@@ -28,6 +28,7 @@ from contract.env import MLFLOW_SERVER_JOBS
 from contract.run_layout import RunLayout
 from sweeps.store import (
     curves_page_url,
+    grid_page_url,
     mask_uri,
     open_client,
     run_page_url,
@@ -40,12 +41,15 @@ TAIL_LINES = 12  # of the log, shown when the server exits before it answers
 
 
 def sweep_pages(uri: str, sweep: str, server: str) -> dict[str, str]:
-    """The sweep's pages, the main one first: its curves, its trials table and (when recorded) its parent run;
+    """The sweep's pages, the main one first: a grid's parallel coordinates, its curves, its trials table and
+    (when recorded) its parent run;
     StoreMissing naming the known sweeps."""
     client = open_client(uri)
     exp = sweep_experiment(client, uri, sweep)
-    pages = {f"curves of {sweep} (grouped by method)": curves_page_url(server, exp.experiment_id, exp.tags),
-             f"trials of {sweep} (table)": runs_page_url(server, exp.experiment_id, exp.tags)}
+    grid = grid_page_url(server, exp.experiment_id, exp.tags)
+    pages = {f"grid of {sweep} (parallel coordinates)": grid} if grid else {}
+    pages.update({f"curves of {sweep} (grouped by method)": curves_page_url(server, exp.experiment_id, exp.tags),
+                  f"trials of {sweep} (table)": runs_page_url(server, exp.experiment_id, exp.tags)})
     parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
                                  order_by=["attributes.start_time ASC"])
     if parents:

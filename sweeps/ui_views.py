@@ -13,6 +13,12 @@ the URL's ``viewStateShareKey=<id>`` (store.py: runs_page_url, curves_page_url).
   its own from the UI, hidden by the charts search (``chartsSearchFilter``, a regular expression of the
   keys above; clearing the search box shows them). In table mode: one row per method, its averages.
 - "Sweep trials" (``sweep-trials``): the table of trial runs with method, seed and the key metrics.
+- "Sweep grid" (``sweep-grid``), only for a grid (a method with two or more configurations): the chart
+  mode with parallel-coordinates charts (``PARALLEL``: ``selectedParams``, ``selectedMetrics``) of the
+  swept parameters (those that differ between the configurations of one algorithm; one chart per set of
+  them, as the UI draws a run only where it has every axis) and the final selection score
+  (``select/avg/acc`` where the trials evaluate a selection split) and ``val/avg/acc``, one line per
+  trial run; the run list grouped by method.
 
 Format, from MLflow 3.17.2's web-app bundle (mlflow/server/js/build/static/js; minified, located by
 these strings): the tag value is ``{"name", "createdAt", "updatedAt", "state"}`` with ``state`` a JSON
@@ -41,6 +47,7 @@ from contract.metrics import (
     PROGRESS,
     RESPONSE_LENGTH_MEAN,
     REWARD_MEAN,
+    SELECT_AVG,
     TRIAL_STEP,
     VAL_AVG,
     eval_key,
@@ -48,11 +55,12 @@ from contract.metrics import (
     val_metrics,
 )
 from sweeps.spec import SweepSpec
-from sweeps.store import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
+from sweeps.store import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, GRID_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
 
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
 VIEW_NAME = "Sweep trials"
 CURVES_VIEW_NAME = "Sweep curves"
+GRID_VIEW_NAME = "Sweep grid"
 GROUP_TAG = "method"  # the trial runs' tag the curves are grouped by
 LINE_SMOOTHNESS = 50  # the UI's slider, 0-100: an exponential moving average of weight 0.5
 TRAINING_SECTION, VALIDATION_SECTION = "Training curves", "Validation accuracy"
@@ -125,6 +133,49 @@ def curves_view_state(spec: SweepSpec) -> dict:
             "chartsSearchFilter": "^(" + "|".join(_js_regex_escape(k) for k in shown) + ")$"}
 
 
+def grid_axes(spec: SweepSpec) -> tuple[dict[str, list[str]], list[str]] | None:
+    """A grid's parallel charts: ({title: swept param keys}, metric keys), one chart per set of swept
+    params (the algorithms sharing it: a run lacking a chart's params has no line there); None when no
+    method has two configurations."""
+    from sweeps.tracking import logged_params
+
+    configs: dict[str, set[str]] = {}
+    for t in spec.trials:
+        configs.setdefault(t.method, set()).add(t.config_id)
+    if max((len(c) for c in configs.values()), default=0) < 2:
+        return None
+    by_algorithm: dict[str, list[dict]] = {}
+    for t in {t.config_id: t for t in spec.trials}.values():  # one trial per configuration
+        by_algorithm.setdefault(t.config.algorithm.name, []).append(logged_params(t))
+    charts: dict[tuple[str, ...], list[str]] = {}
+    for name, params in by_algorithm.items():
+        swept = tuple(k for k in params[0] if k != "seed" and len({str(p.get(k)) for p in params}) > 1)
+        if swept:
+            charts.setdefault(swept, []).append(name)
+    selection = any(t.config.data.select_size or t.config.data.select_files for t in spec.trials)
+    return ({", ".join(names): list(keys) for keys, names in charts.items()},
+            ([SELECT_AVG] if selection else []) + [VAL_AVG])
+
+
+def grid_view_state(spec: SweepSpec, axes: tuple[dict[str, list[str]], list[str]]) -> dict:
+    """The grid view's state: a parallel-coordinates chart of the swept params and the final scores per
+    set of swept params."""
+    groups, metrics = axes
+    section = {"uuid": "sweep-grid-0", "name": "Grid", "display": True, "isReordered": False, "deleted": False,
+               "isGenerated": False}
+    charts = [{"uuid": f"sweep-grid-chart-{i}", "type": "PARALLEL", "runsCountToCompare": 1000,
+               "metricSectionId": section["uuid"], "deleted": False, "isGenerated": False,
+               "displayName": f"{title}: {metrics[0]}", "selectedParams": params, "selectedMetrics": metrics,
+               "showAllRuns": True} for i, (title, params) in enumerate(groups.items())]
+    columns = trials_view_state(spec)["selectedColumns"]
+    return {"searchFilter": CURVES_FILTER, "orderByKey": BY_RUN_NAME, "orderByAsc": True,
+            "selectedColumns": columns, "columnOrder": columns, "runsHiddenMode": "SHOW_ALL",
+            "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": GROUP_TAG}]},
+            "groupsExpanded": {}, "useGroupedValuesInCharts": False,  # one line per trial run, not per method
+            "compareRunSections": [section], "compareRunCharts": charts, "isAccordionReordered": True,
+            "chartsSearchFilter": ""}  # a filter would hide the parallel charts too: the UI's own metric charts follow
+
+
 def view_tag(name: str, state: dict, created: int, now: int) -> str:
     """A saved view's tag value; its state deflated (the UI's ``deflate;<base64>``, chunk 3448 module 53787 via
     main module 58180) when the plain one would pass MLflow's limit on an experiment tag (many benchmarks)."""
@@ -157,6 +208,11 @@ def experiment_tags(spec: SweepSpec, existing: dict[str, str] | None = None) -> 
 
     trials_created = created(VIEW_TAG, now)
     curves_created = created(CURVES_VIEW_TAG, max(now, trials_created + 1))
-    return {KIND_TAG: MODEL_TRAINING,
+    tags = {KIND_TAG: MODEL_TRAINING,
             VIEW_TAG: view_tag(VIEW_NAME, trials_view_state(spec), trials_created, now),
             CURVES_VIEW_TAG: view_tag(CURVES_VIEW_NAME, curves_view_state(spec), curves_created, now)}
+    axes = grid_axes(spec)
+    if axes is not None:  # listed first in "Views": the grid is what a grid study is about
+        grid_created = created(GRID_VIEW_TAG, max(now, curves_created + 1))
+        tags[GRID_VIEW_TAG] = view_tag(GRID_VIEW_NAME, grid_view_state(spec, axes), grid_created, now)
+    return tags

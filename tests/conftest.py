@@ -61,6 +61,7 @@ SLOW_LANES = {
         "test_sweep_ui.py",                # ~25 s
         "test_sweep_stop_e2e.py",          # ~30 s
         "test_sweep_ui_terminal.py",       # ~7 s
+        "test_sweep_ui_grid.py",           # ~60 s (sweep ui of a grid, its view in Chromium)
         "test_local_trainer.py",           # ~20 s
     ),
 }
