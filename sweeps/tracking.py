@@ -36,7 +36,6 @@ table, and "Views > Sweep curves", then "Chart view", gives the curves.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -47,28 +46,13 @@ from mlflow.tracking import MlflowClient
 from contract.metrics import TRIAL_STEP, verdicts_artifact
 from contract.run_layout import RunLayout
 from dashboards.recorded_spec import RESOLVED_SPEC
-from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial, _flatten
+from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial
+from sweeps.trial_params import logged_params
 from sweeps.store import DriverLease, is_server
 from sweeps.ui_views import KIND_TAG, MODEL_TRAINING, experiment_tags  # noqa: F401 (KIND_TAG...: re-exported)
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
 MAX_BATCH = 1000  # MLflow accepts at most 1000 metrics per log_batch
-
-
-def logged_params(trial: Trial) -> dict[str, object]:
-    """A trial run's params: its resolved config, flattened, without the sections of the OTHER backends
-    (a local trial has no verl.* params), and with the objective's effective parameters (defaults
-    included: e.g. DHPO's branch clip ranges, which a spec rarely sets)."""
-    from trainers.backends import backend_names
-    from trainers.objectives import get_objective
-
-    config = trial.config.to_dict()
-    for name in backend_names():
-        if name != trial.config.backend:
-            config.pop(name, None)
-    algorithm = trial.config.algorithm
-    config["algorithm"]["params"] = dataclasses.asdict(get_objective(algorithm.name, **algorithm.params).params)
-    return _flatten(config)
 
 
 def _spec_file(path: Path) -> str:

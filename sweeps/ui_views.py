@@ -137,7 +137,7 @@ def grid_axes(spec: SweepSpec) -> tuple[dict[str, list[str]], list[str]] | None:
     """A grid's parallel charts: ({title: swept param keys}, metric keys), one chart per set of swept
     params (the algorithms sharing it: a run lacking a chart's params has no line there); None when no
     method has two configurations."""
-    from sweeps.tracking import logged_params
+    from sweeps.trial_params import logged_params  # the objectives' registry: only for a sweep being recorded
 
     configs: dict[str, set[str]] = {}
     for t in spec.trials:
