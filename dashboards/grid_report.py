@@ -40,6 +40,11 @@ def _mark(row) -> str:
     return ", ".join(m for m, on in (("picked", row.rank == 1), ("best reported", row.best_reported)) if on)
 
 
+def _plain(x: float) -> str:
+    """A mechanism's mean (a fraction or weight, shown as is), '–' where not logged."""
+    return "–" if x is None or np.isnan(x) else f"{x:.4f}"
+
+
 def _family(method: str) -> str:
     return re.sub(r"\s*\(.*\)$", "", method)
 
@@ -78,13 +83,18 @@ class GridSection:
     def markdown(self) -> str:
         sel = "selection score" + (" (selection split)" if self.rows["split"].iloc[0] == "select" else " (reported)")
         out = [f"# Grid: every configuration (picked on the {self.split_name})", "",
-               f"| method | configuration | n | {sel} | reported AVG | rank | |", "|---|---|---|---|---|---|---|"]
+               f"| method | configuration | n | {sel} | reported AVG | rank | | clip fraction | gate weight |",
+               "|---|---|---|---|---|---|---|---|---|"]
         for r in self.rows.itertuples():
             mark = _mark(r)
             out.append(f"| {r.method} | {r.config} | {r.n} | {self._cell(r.selection, r.selection_ci)} | "
-                       f"{self._cell(r.reported, r.reported_ci)} | {r.rank} | {mark} |")
+                       f"{self._cell(r.reported, r.reported_ci)} | {r.rank} | {mark} | {_plain(r.clip_fraction)} | "
+                       f"{_plain(r.gate_weight)} |")
         lines = self.lines()
-        out += ["", "Intervals: 95% t-intervals over seeds.", "", "## Does the setting matter (reported AVG)", ""]
+        out += ["", "Intervals: 95% t-intervals over seeds. Clip fraction (actor/pg_clipfrac) and gate weight "
+                    "(actor/gate_weight, SAPO/SSPO): means over the training steps and seeds; a gate weight near 1 and "
+                    "a clip fraction near 0 say the temperature or clip range cannot act.", "",
+                "## Does the setting matter (reported AVG)", ""]
         out += [f"- {line}" for line in lines["matters"]] or ["- no method has two configurations and spare seeds"]
         out += ["", "## Selection bias", ""] + [f"- {line}" for line in lines["bias"]]
         return "\n".join(out) + "\n"
@@ -168,14 +178,15 @@ class GridSection:
         """The section for report.html: the table, the two lists and the PNG figures inline."""
         esc = html_lib.escape
         head = "".join(f"<th>{esc(h)}</th>" for h in ("method", "configuration", "n", "selection score",
-                                                     "reported AVG", "rank", ""))
+                                                     "reported AVG", "rank", "", "clip fraction", "gate weight"))
         body = []
         for r in self.rows.itertuples():
             mark = _mark(r)
             style = ' style="font-weight:bold"' if r.rank == 1 else ""
             body.append(f"<tr{style}><td>{esc(str(r.method))}</td><td>{esc(str(r.config))}</td><td>{r.n}</td>"
                         f"<td>{self._cell(r.selection, r.selection_ci)}</td><td>{self._cell(r.reported, r.reported_ci)}"
-                        f"</td><td>{r.rank}</td><td>{mark}</td></tr>")
+                        f"</td><td>{r.rank}</td><td>{mark}</td><td>{_plain(r.clip_fraction)}</td>"
+                        f"<td>{_plain(r.gate_weight)}</td></tr>")
         lines = self.lines()
         figs = "".join(f'<img alt="{name}" style="max-width:100%" src="data:image/png;base64,'
                        f'{base64.b64encode(paths[key].read_bytes()).decode()}">'

@@ -2,7 +2,8 @@
 setting matters more than the seed.
 
     frame = grid_frame(history, table_config)   # one row per trial: selection score, reported AVG
-    rows = grid_rows(frame)                      # per configuration: means, 95% t-intervals, rank, picks
+    rows = grid_rows(frame)                      # per configuration: means, 95% t-intervals, rank, picks,
+                                                 # mean clip fraction and gate weight over the steps
     shares = variance_shares(frame)              # per method: configurations' vs seeds' share of variance
     bias = selection_bias(rows)                  # per method: what picking on the reported split claims
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from contract.metrics import CLIP_FRACTION, GATE_WEIGHT
 from dashboards.sweep_tables import results_from_history
 from dashboards.table_model import TableConfig
 
@@ -42,7 +44,21 @@ def grid_frame(history: pd.DataFrame, cfg: TableConfig) -> pd.DataFrame:
     frame = scores[KEYS + ["seed", "score"]].rename(columns={"score": "selection"}).merge(
         reported, on=KEYS + ["seed"], how="inner")
     frame["split"] = split
-    return frame
+    return frame.merge(mechanisms(history), on=KEYS + ["seed"], how="left")
+
+
+MECHANISMS = {"clip_fraction": CLIP_FRACTION, "gate_weight": GATE_WEIGHT}
+"""Per-step metrics that say whether a configuration's clip range or temperature acts at all."""
+
+
+def mechanisms(history: pd.DataFrame) -> pd.DataFrame:
+    """(model, method, config, seed, clip_fraction, gate_weight): each trial's mean over its training
+    steps of the objective's clip fraction and SAPO/SSPO gate weight (NaN where not logged)."""
+    h = history[history["key"].isin(MECHANISMS.values()) & (history["step"] > 0)].copy()
+    h["seed"] = h["seed"].astype(object).where(h["seed"].notna(), h["run_id"])
+    wide = h.pivot_table(index=KEYS + ["seed"], columns="key", values="value", aggfunc="mean", observed=True)
+    wide = wide.reindex(columns=list(MECHANISMS.values())).rename(columns={v: k for k, v in MECHANISMS.items()})
+    return wide.reset_index()
 
 
 def _mean_ci(values: np.ndarray) -> tuple[float, float | None]:
@@ -66,7 +82,8 @@ def grid_rows(frame: pd.DataFrame, mode: str = "max") -> pd.DataFrame:
         sel, sel_ci = _mean_ci(g["selection"].to_numpy(float))
         rep, rep_ci = _mean_ci(g["reported"].to_numpy(float))
         out.append({"model": model, "method": method, "config": config, "n": len(g), "selection": sel,
-                    "selection_ci": sel_ci, "reported": rep, "reported_ci": rep_ci, "split": g["split"].iloc[0]})
+                    "selection_ci": sel_ci, "reported": rep, "reported_ci": rep_ci, "split": g["split"].iloc[0],
+                    **{k: g[k].mean() if k in g else np.nan for k in MECHANISMS}})
     rows = pd.DataFrame(out)
     if rows.empty:
         return rows

@@ -89,7 +89,7 @@ def test_the_section_writes_its_table_and_figures(tmp_path):
     section = grid_section(history(families), TableConfig())
     paths = section.write(tmp_path, ["md", "png", "pdf"])
     md = paths["grid"].read_text()
-    assert "| SSPO (atanlog) | sspo-atanlog-tn0.3-tp0.2 | 2 | 55.0 ± 63.5 | 55.0 ± 63.5 | 1 | picked, best reported |" in md
+    assert "| SSPO (atanlog) | sspo-atanlog-tn0.3-tp0.2 | 2 | 55.0 ± 63.5 | 55.0 ± 63.5 | 1 | picked, best reported | – | – |" in md
     assert "picked on the reported benchmarks (not held out)" in md
     for name in ("grid_sensitivity", "grid_heatmap"):
         assert paths[f"png:{name}"].read_bytes()[:4] == b"\x89PNG" and paths[f"pdf:{name}"].stat().st_size > 1000
@@ -97,3 +97,16 @@ def test_the_section_writes_its_table_and_figures(tmp_path):
     assert "data:image/png;base64," in section.html(paths)
     assert short_label("grpo-clip0.1-0.1", "GRPO", ["grpo-clip0.1-0.1", "grpo-clip0.2-0.2"]) == "clip0.1-0.1"
     assert grid_section(history({("GSPO", "gspo"): [0.4, 0.5]}), TableConfig()) is None  # not a grid
+
+
+def test_the_mechanisms_are_each_configurations_mean_over_steps_and_seeds():
+    h = history(VALUES)
+    extra = []
+    for run, config, seed in h[["run_id", "config", "seed"]].drop_duplicates().itertuples(index=False):
+        for step, w in ((1, 0.90), (2, 0.96)):  # per trial: mean 0.93 (+ 0.01 per seed)
+            extra.append((run, "tiny", "GRPO" if config.startswith("grpo") else "GSPO", config, seed, step,
+                          "actor/gate_weight", w + 0.01 * seed))
+    h = pd.concat([h, pd.DataFrame(extra, columns=h.columns)], ignore_index=True)
+    rows = grid_rows(grid_frame(h, TableConfig())).set_index("config")
+    assert rows.loc["grpo-clip0.2", "gate_weight"] == pytest.approx(0.94)  # seeds 0, 1, 2: 0.93 + 0.01
+    assert np.isnan(rows.loc["grpo-clip0.2", "clip_fraction"])
