@@ -60,6 +60,9 @@ FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
 GPU_MEMORY_FRACTION = EnvVar("ZOO_VERL_GPU_MEMORY_FRACTION", float, None,
                              "verl workers: cap each process's CUDA memory to this share of the GPU when it first "
                              "uses CUDA (packed trials, resources.gpus < 1); the verl backend sets it.")
+STATUS_EVERY = EnvVar("SWEEP_STATUS_EVERY", float, 60.0,
+                      "sweep run: seconds between status lines when stdout is not a terminal (0: none; "
+                      "--status-every wins).")
 MLFLOW_SERVER_JOBS = EnvVar("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", bool, True,
                             "MLflow's own: its server's background job runners (GenAI scorers; eight processes, "
                             "files in /dev/shm). `sweep ui` starts its server with them off unless this is set.")
@@ -70,4 +73,4 @@ VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "verl's device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).")
 
 ENV_VARS = (MLFLOW_TRACKING_URI, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_AUTH_MODE, MLFLOW_SERVER_JOBS, FORWARD_ENTROPY,
-            GPU_MEMORY_FRACTION, MLFLOW_ARTIFACTS_PROGRESS, VERL_PLATFORM)
+            GPU_MEMORY_FRACTION, MLFLOW_ARTIFACTS_PROGRESS, VERL_PLATFORM, STATUS_EVERY)

@@ -101,6 +101,19 @@ def print_trials(spec: SweepSpec) -> None:
                       f"{min(per_gpu, spec.max_concurrent)} at once on a one-GPU machine")
 
 
+def _status_every(flag: float | None) -> float:
+    """--status-every, else SWEEP_STATUS_EVERY, else 60 s; a clear error for a negative or bad value."""
+    from contract.env import STATUS_EVERY
+
+    try:
+        value = STATUS_EVERY.get() if flag is None else flag
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if value < 0:
+        raise typer.BadParameter(f"--status-every / {STATUS_EVERY.name}: expected seconds >= 0, got {value:g}")
+    return value
+
+
 def print_commands(spec: SweepSpec) -> None:
     """--dry-run: the exact command each trial runs, for backends that launch one (verl main_ppo)."""
     from trainers.backends import describe
@@ -124,12 +137,15 @@ def run(
     tracking_outage_limit: OutageLimit = 3600.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the report at the end.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live table (e.g. in CI logs).")] = False,
+    status_every: Annotated[Optional[float], typer.Option("--status-every", help="Seconds between status lines when stdout is not a terminal (default 60, env SWEEP_STATUS_EVERY; 0: none).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No status lines when stdout is not a terminal: the table once, at the end.")] = False,
     ray_temp_dir: Annotated[Optional[Path], typer.Option("--ray-temp-dir", help="Local Ray temp dir (default <run-dir>/.ray; keep it short).")] = None,
 ) -> None:
     """Run (or resume) every trial of a sweep, then write the tables and the HTML report.
 
     Examples: sweep run dhpo_vs_baselines.yaml | sweep run my.yaml trainer.steps=50 seeds=[0] --dry-run
     """
+    every = 0.0 if quiet else _status_every(status_every)
     loaded = _load(spec, overrides or [], smoke)
     print_trials(loaded)
     if dry_run:
@@ -148,6 +164,7 @@ def run(
     try:
         result = run_sweep(loaded, RunOptions(run_dir=run_dir, tracking_uri=tracking_uri, address=address,
                                               show_progress=not no_progress, ray_temp_dir=ray_temp_dir,
+                                              status_every=every,
                                               tracking_outage_limit_s=tracking_outage_limit))
     except SpecError as err:
         fail(f"error: {err}", 2)

@@ -1,10 +1,22 @@
-"""Live terminal progress of a sweep (rich): trials by state, step, key metrics, ETA.
+"""Progress of a sweep: a live table on a terminal, status lines in a batch log.
 
 Driven by the runner's Tune callback: ``progress.update(trial_id, state=..., step=..., metrics=...)``.
+
+    with LiveProgress(name, trials, statuses, status_every=60.0):   # the runner's use
+        ...
+
+On a terminal: a rich table (trials by state, step, key metrics, ETA) redrawn as steps arrive. When
+stdout is not a terminal (``sweep run ... > log``, a cluster job), instead of a table drawn once at the
+end: a line per trial start and end (its step and key metrics), and every ``status_every`` seconds
+(``sweep run --status-every``, env SWEEP_STATUS_EVERY; 0 = off, as ``--quiet``) one status line:
+elapsed, counts by state, steps done / total, ETA and the best val/avg/acc so far, e.g.
+
+    [status 12m00s] sweep dhpo_vs_baselines: finished 6, running 2, pending 10; steps 1400/3600; ETA 18m52s; best val/avg/acc 0.594 (grpo.s1)
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.console import Console, Group
@@ -13,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeps.spec import Trial
-from contract.metrics import PROGRESS
+from contract.metrics import PROGRESS, VAL_AVG
 
 SHOWN = PROGRESS
 STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "green dim", "FAILED": "red",
@@ -21,8 +33,12 @@ STYLE = {"PENDING": "dim", "RUNNING": "cyan", "FINISHED": "green", "SKIPPED": "g
 
 
 class LiveProgress:
-    def __init__(self, name: str, trials: list[Trial], initial: dict[str, str], console: Console | None = None):
+    def __init__(self, name: str, trials: list[Trial], initial: dict[str, str], console: Console | None = None,
+                 status_every: float = 60.0):
         self.name = name
+        self.status_every = status_every
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         self.total_steps: dict[str, int] = {}
         self.rows: dict[str, dict] = {}
         for t in trials:
@@ -56,8 +72,10 @@ class LiveProgress:
         summary = "  ".join(f"{k.lower()}: {v}" for k, v in sorted(counts.items()))
         title = Text(f"sweep {self.name}  [{summary}]  ETA {_fmt_time(eta)}")  # plain text: names are not markup
         table = Table(title=title, expand=False)
-        for col in ("trial", "state", "step") + SHOWN:
-            table.add_column(col, justify="left" if col in ("trial", "state") else "right")
+        widest = max((len(tid) for tid in self.rows), default=5)
+        for col in ("trial", "state", "step") + SHOWN:  # trial ids are never cut, piped or not
+            table.add_column(col, justify="left" if col in ("trial", "state") else "right",
+                             no_wrap=col == "trial", min_width=widest if col == "trial" else None)
         order = {"RUNNING": 0, "FAILED": 1, "KILLED": 1, "PENDING": 2, "FINISHED": 3, "SKIPPED": 4}
         for tid, r in sorted(self.rows.items(), key=lambda kv: (order[kv[1]["state"]], kv[0])):
             m = r["metrics"]
@@ -84,8 +102,46 @@ class LiveProgress:
         notes = [f"{tid}: {r['note']}" for tid, r in self.rows.items() if r.get("note")]
         return Group(self.table(), Text("\n".join(notes))) if notes else self.table()
 
+    @property
+    def batch(self) -> bool:
+        """Status lines instead of a live table: stdout is not a terminal and they are not turned off."""
+        return not self.console.is_terminal and self.status_every > 0
+
+    def _line(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def status_line(self) -> str:
+        """One line: elapsed, counts by state, steps done / total, ETA, the best val/avg/acc so far."""
+        rows = dict(self.rows)
+        counts: dict[str, int] = {}
+        for r in rows.values():
+            counts[r["state"]] = counts.get(r["state"], 0) + 1
+        order = ("FINISHED", "SKIPPED", "RUNNING", "PENDING", "FAILED", "KILLED")
+        states = ", ".join(f"{k.lower()} {counts[k]}" for k in order if counts.get(k))
+        done, total = sum(self._steps_done().values()), sum(self.total_steps.values())
+        scored = [(r["metrics"][VAL_AVG], tid) for tid, r in rows.items() if VAL_AVG in r["metrics"]]
+        best = f"; best {VAL_AVG} {max(scored)[0]:.3f} ({max(scored)[1]})" if scored else ""
+        return (f"[status {_fmt_time(time.time() - self.started)}] sweep {self.name}: {states}; steps {done}/{total}; "
+                f"ETA {_fmt_time(self.eta_seconds())}{best}")
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.status_every):
+            self._line(self.status_line())
+
+    def _transition(self, trial_id: str, before: str, row: dict) -> None:
+        """A batch log's line per trial start and end."""
+        state = row["state"]
+        if state == "RUNNING" and before != "RUNNING":
+            self._line(f"[{trial_id}] started")
+        elif state in ("FINISHED", "FAILED", "KILLED") and before != state:
+            m = row["metrics"]
+            shown = "  ".join(f"{k}={m[k]:.4g}" for k in SHOWN if k in m)
+            step = self.total_steps[trial_id] if state == "FINISHED" else row["step"]
+            self._line(f"[{trial_id}] {state.lower()} at step {step}/{self.total_steps[trial_id]}  {shown}".rstrip())
+
     def update(self, trial_id: str, state: str, step: int | None = None, metrics: dict | None = None) -> None:
         row = self.rows[trial_id]
+        before = row["state"]
         row["state"] = state
         if state != "RUNNING" or step is not None:  # steps arrive: the table shows them
             row["note"] = None
@@ -93,16 +149,28 @@ class LiveProgress:
             row["step"] = step
         if metrics:
             row["metrics"].update(metrics)
+        if self.batch:
+            self._transition(trial_id, before, row)
         if self.live and (time.time() - self.last_render > 0.5 or state != "RUNNING"):
             self.live.update(self.view())
             self.last_render = time.time()
 
     def __enter__(self):
-        self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False)
+        if self.batch:
+            self._line(self.status_line())
+            self._ticker = threading.Thread(target=self._tick, name="sweep-status", daemon=True)
+            self._ticker.start()
+        self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False,
+                         auto_refresh=not self.batch)
         self.live.__enter__()
         return self
 
     def __exit__(self, *exc):
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+            self._line(self.status_line())
         self.live.update(self.table())
         self.live.__exit__(*exc)
         self.live = None

@@ -62,7 +62,9 @@ class RunOptions:
     num_cpus: int | None = None
     """CPUs of the local Ray instance (default: all)."""
     show_progress: bool = True
-    """Live rich table on the terminal."""
+    """Live rich table on the terminal; status lines when stdout is not one (sweeps/progress.py)."""
+    status_every: float = 60.0
+    """Seconds between status lines when stdout is not a terminal; 0: none (the table once, at the end)."""
     ray_temp_dir: Path | None = None
     """Local Ray temp dir (keep it short: Unix socket paths); default <run_dir>/.ray."""
     tracking_outage_limit_s: float = 3600.0
@@ -157,7 +159,8 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         statuses = {t.trial_id: "SKIPPED" for t in spec.trials if recorded and recorded.finished(t)}
         pending = [t for t in spec.trials if t.trial_id not in statuses]
         shown = spec.trials
-    state.progress = LiveProgress(spec.name, shown, statuses) if options.show_progress else None
+    state.progress = (LiveProgress(spec.name, shown, statuses, status_every=options.status_every)
+                      if options.show_progress else None)
     status = "FINISHED"
     cluster: dict[str, str] = {}
     try:

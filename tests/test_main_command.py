@@ -11,6 +11,7 @@ downloading them again: the install itself is the same.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -58,12 +59,22 @@ def _keep_built_bases(clone: Path) -> None:
             shutil.rmtree(partial, ignore_errors=True)
 
 
+STATUS_EVERY_S = 5
+
+
+def _seconds(text: str) -> int:
+    """'1m05s' -> 65 (the status line's elapsed time)."""
+    minutes, seconds = text[:-1].split("m")
+    return int(minutes) * 60 + int(seconds)
+
+
 def test_main_command_smoke_from_a_fresh_clone():
     clone = _clone_dir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RAY_", "PYTEST_", "VIRTUAL_ENV")) and k != "MLFLOW_TRACKING_URI"}
     if (REPO / ".cache" / "uv").is_dir():  # this repository's own set-up filled it
         env["UV_CACHE_DIR"] = str(REPO / ".cache" / "uv")
+    env["SWEEP_STATUS_EVERY"] = str(STATUS_EVERY_S)  # a batch log's status lines, every 60 s by default
     ray_home_before = _listing(Path.home() / ".ray")
     try:
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=300)
@@ -72,6 +83,12 @@ def test_main_command_smoke_from_a_fresh_clone():
         out = result.stdout + result.stderr
         assert result.returncode == 0, out[-6000:]
         assert "dhpo_vs_baselines_smoke done in" in out and "'FINISHED': 6" in out
+        # piped, as a batch job: a status line every STATUS_EVERY_S from the start, a line per trial start and end
+        elapsed = [_seconds(m) for m in re.findall(r"^\[status (\d+m\d+s)\] sweep dhpo_vs_baselines_smoke: ", out, re.M)]
+        assert len(elapsed) >= 3 and elapsed[0] <= 1, out[-6000:]
+        assert max(b - a for a, b in zip(elapsed, elapsed[1:])) <= STATUS_EVERY_S + 2, elapsed
+        assert len(re.findall(r"^\[\S+\.s0\] started$", out, re.M)) == 6
+        assert len(re.findall(r"^\[\S+\.s0\] finished at step 4/4 ", out, re.M)) == 6
         table = out[out.index("| Method |"):]
         for method in ("Base", *METHODS):
             assert f"| {method} |" in table, method
