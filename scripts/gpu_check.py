@@ -71,11 +71,11 @@ class Part:
     why: str = ""
     wall_s: float | None = None
     gpu_mem_peak_mib: float | None = None
+    trials: dict = field(default_factory=dict)
     gpu_processes_max: int = 0
     """Most processes holding the GPU at once (nvidia-smi's compute apps)."""
     gpu_process_peak_mib: float | None = None
     """The largest single process's GPU memory."""
-    trials: dict = field(default_factory=dict)
 
 
 def sweep_cmd(*args: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -106,8 +107,12 @@ def test_trial_figures_read_every_attempt_of_each_trial(tmp_path):
                          (2, {"timing_s/step": 1.0})])
     write("grpo.s0", 2, [(3, {"timing_s/step": 3.0})])  # a resumed attempt
     write("dhpo.s0", 1, [(0, {"val-core/easy/acc/mean@1": 0.5})])  # failed before step 1
+    command = trials / "grpo.s0" / "attempt-1" / "command.sh"  # when its main_ppo started
+    command.write_text("python -m verl.trainer.main_ppo\n")
+    os.utime(command, (1000.0, 1000.0))
+    os.utime(trials / "grpo.s0" / "attempt-2" / "metrics.jsonl", (1090.0, 1090.0))  # its last metrics line
     figures = gpu_check.trial_figures(tmp_path / "runs", "s")
-    assert figures["grpo.s0"] == {"steps": 3, "step_time_s": 2.0, "step_time_median_s": 2.0, "steps_per_s": 0.5,
+    assert figures["grpo.s0"] == {"started": 1000.0, "ended": 1090.0, "steps": 3, "step_time_s": 2.0, "step_time_median_s": 2.0, "steps_per_s": 0.5,
                                   "step1": {"actor/pg_loss": -0.5, "actor/entropy": 1.5,
                                             "actor/perf/max_memory_allocated_gb": 0.07},
                                   "val_before_train": {"val-core/easy/acc/mean@1": 0.25}}
@@ -116,3 +121,5 @@ def test_trial_figures_read_every_attempt_of_each_trial(tmp_path):
     assert "verl-sweep  ok            10     2048" in text
     assert ("grpo.s0: 3 steps, 2.0 s/step, median 2.0 s (0.5 steps/s); step 1 pg_loss -0.5, entropy 1.5, "
             "actor max memory 0.07 GB") in text
+    assert "grpo.s0: main_ppo from +0 s to +90 s" in text  # the packing figure's spans
+    assert figures["dhpo.s0"]["started"] is None
