@@ -157,9 +157,12 @@ class GridSection:
             image = ax.imshow(matrix, cmap="viridis", aspect="auto")
             ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
             ax.set_yticks(range(len(methods)), methods)
+            low, high = np.nanmin(matrix), np.nanmax(matrix)
             for (r, c), v in np.ndenumerate(matrix):
-                if not np.isnan(v):
-                    ax.text(c, r, f"{v:.{self.cfg.decimals}f}", ha="center", va="center", color="white", fontsize=7)
+                if not np.isnan(v):  # dark text on the bright end of viridis
+                    bright = high > low and (v - low) / (high - low) > 0.6
+                    ax.text(c, r, f"{v:.{self.cfg.decimals}f}", ha="center", va="center",
+                            color="black" if bright else "white", fontsize=7)
             ax.set_title(f"{family}: reported AVG")
             fig.colorbar(image, ax=ax)
         return fig

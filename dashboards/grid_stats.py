@@ -87,6 +87,9 @@ def grid_rows(frame: pd.DataFrame, mode: str = "max") -> pd.DataFrame:
     rows = pd.DataFrame(out)
     if rows.empty:
         return rows
+    first = {key: i for i, key in enumerate(dict.fromkeys(zip(rows["model"], rows["method"])))}
+    rows = rows.iloc[sorted(range(len(rows)), key=lambda i: first[(rows["model"].iloc[i], rows["method"].iloc[i])])]
+    rows = rows.reset_index(drop=True)  # a method's configurations together, in the trials' order
     ascending = mode != "max"
     ordered = rows.sort_values(["model", "method", "config"])  # ties: the first config in name order, as the table
     rows["rank"] = (ordered.groupby(["model", "method"], observed=True)["selection"]
