@@ -184,8 +184,11 @@ def test_sspo_temperature_grid_is_the_app_a_grid():
     assert grid["sapo"] == {(1.0, 1.05), (3.0, 4.0), (7.0, 8.0)}
     gates = ("atanlog", "siglog", "expatan", "expsig")
     assert grid["sspo"] == {(g, tn, tp) for g in gates for tn, tp in ((0.3, 0.2), (0.6, 0.5))} | {("gumbel",)}
-    # SSPO protocol: mu = 2 updates per rollout, greedy evaluation, for every trial
-    assert {(t.config.trainer.updates_per_rollout, t.config.trainer.eval_mode) for t in spec.trials} == {(2, "greedy")}
+    # where the temperatures act (docs/results.md): the stale setting, greedy evaluation (SSPO's protocol), a
+    # selection split the configurations are picked on
+    assert {(t.config.trainer.updates_per_rollout, t.config.trainer.ppo_epochs, t.config.trainer.group_size,
+             t.config.trainer.eval_mode, t.config.data.select_size) for t in spec.trials} == {(8, 4, 16, "greedy", 64)}
+    assert spec.report["table"]["select_on"] == "select"
     assert {t.method for t in spec.trials} == {"GRPO", "GMPO", "SAPO"} | {f"SSPO ({g})" for g in gates + ("gumbel",)}
 
 
