@@ -54,15 +54,16 @@ class LiveProgress:
         self.rows[trial.trial_id] = {"state": state, "step": 0, "metrics": {}}
 
     def _steps_done(self) -> dict[str, int]:
-        return {tid: (self.total_steps[tid] if r["state"] in ("FINISHED", "SKIPPED") else r["step"])
-                for tid, r in self.rows.items()}
+        rows = dict(self.rows)  # a copy: the status thread reads while a search adds trials
+        return {tid: (self.total_steps.get(tid, 0) if r["state"] in ("FINISHED", "SKIPPED") else r["step"])
+                for tid, r in rows.items()}
 
     def eta_seconds(self) -> float | None:
         done = sum(self._steps_done().values())
         rate = (done - self.done_at_start) / max(time.time() - self.started, 1e-9)
         if rate <= 0:
             return None
-        return (sum(self.total_steps.values()) - done) / rate
+        return (sum(dict(self.total_steps).values()) - done) / rate
 
     def table(self) -> Table:
         counts = {}
@@ -118,7 +119,7 @@ class LiveProgress:
             counts[r["state"]] = counts.get(r["state"], 0) + 1
         order = ("FINISHED", "SKIPPED", "RUNNING", "PENDING", "FAILED", "KILLED")
         states = ", ".join(f"{k.lower()} {counts[k]}" for k in order if counts.get(k))
-        done, total = sum(self._steps_done().values()), sum(self.total_steps.values())
+        done, total = sum(self._steps_done().values()), sum(dict(self.total_steps).values())
         scored = [(r["metrics"][VAL_AVG], tid) for tid, r in rows.items() if VAL_AVG in r["metrics"]]
         best = f"; best {VAL_AVG} {max(scored)[0]:.3f} ({max(scored)[1]})" if scored else ""
         return (f"[status {_fmt_time(time.time() - self.started)}] sweep {self.name}: {states}; steps {done}/{total}; "
