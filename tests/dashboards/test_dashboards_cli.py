@@ -118,7 +118,7 @@ def test_report_command_reads_spec_section(app, known_store, tmp_path):
     r = CliRunner().invoke(app, ["report", "--spec", str(spec), "--tracking-uri", known_store.uri,
                                  "--out", str(out), "--no-log"])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["aggregates.md", "table.md"]  # md: the table and the aggregates
+    assert sorted(p.name for p in out.iterdir()) == ["aggregates.md", "grid.md", "table.md"]  # md: table, aggregates, grid
     spec.write_text("name: known\nreport: {tabel: {}}\n")
     r = CliRunner().invoke(app, ["report", "--spec", str(spec), "--tracking-uri", known_store.uri, "--no-log"])
     assert r.exit_code == 2 and "did you mean 'table'" in r.output

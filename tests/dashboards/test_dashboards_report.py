@@ -124,7 +124,7 @@ def report(known_store, known_data, tmp_path_factory):
 
 def test_report_files_and_self_contained_html(report, known_data):
     out, paths, cfg = report
-    assert set(paths) == {"html", "md", "latex", "csv", "aggregates"}  # aggregates: aggregates.md (with md)
+    assert set(paths) == {"html", "md", "latex", "csv", "aggregates", "grid"}  # aggregates.md, grid.md (with md)
     html = paths["html"].read_text()
     # offline: plotly.js is inlined (the first script) and nothing is fetched from elsewhere
     assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
@@ -142,7 +142,7 @@ def test_report_logged_as_parent_run_artifacts(report, known_store):
 
     arts = {a.path for a in MlflowClient(known_store.uri).list_artifacts(known_store.parent_run_id, "report")}
     assert arts == {"report/report.html", "report/table.md", "report/table.tex", "report/table.csv",
-                    "report/aggregates.md"}
+                    "report/aggregates.md", "report/grid.md"}  # the known sweep is a grid (several configs per method)
     assert str(Path(known_store.root)) in MlflowClient(known_store.uri).get_run(known_store.parent_run_id).info.artifact_uri
 
 
@@ -200,6 +200,7 @@ def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_da
     paths = write_report(known_data, tmp_path, ReportConfig(), log_to_run=run)
     figures = {f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks", "clipfrac")
                for ext in ("png", "pdf")} | {"aggregates.png", "aggregates.pdf"}  # one interval figure per study
+    figures |= {"grid_sensitivity.png", "grid_sensitivity.pdf"}  # a grid: each configuration's score
     assert {p.name for k, p in paths.items() if ":" in k} == figures
     assert all((tmp_path / "figures" / n).stat().st_size > 5000 for n in figures)
     assert (tmp_path / "figures" / "m-small-dynamics.pdf").read_bytes().startswith(b"%PDF-")
@@ -310,7 +311,8 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
     paths = write_report(known_data, tmp_path, cfg)
     names = sorted(p.name for k, p in paths.items() if ":" in k)
     assert names == sorted([f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
-                            for ext in ("png", "svg")] + ["aggregates.png", "aggregates.svg"])
+                            for ext in ("png", "svg")] + ["aggregates.png", "aggregates.svg",
+                                                          "grid_sensitivity.png", "grid_sensitivity.svg"])
     assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
 
 
