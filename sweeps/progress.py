@@ -44,6 +44,7 @@ class LiveProgress:
         for t in trials:
             self.add(t, initial.get(t.trial_id, "PENDING"))
         self.started = time.time()
+        self.stepping_since: float | None = None  # when the first step arrived: the ETA's clock (not the base's build)
         self.done_at_start = sum(self._steps_done().values())
         self.console = console or Console()
         self.live: Live | None = None
@@ -60,7 +61,8 @@ class LiveProgress:
 
     def eta_seconds(self) -> float | None:
         done = sum(self._steps_done().values())
-        rate = (done - self.done_at_start) / max(time.time() - self.started, 1e-9)
+        since = self.stepping_since if self.stepping_since is not None else self.started
+        rate = (done - self.done_at_start) / max(time.time() - since, 1e-9)
         if rate <= 0:
             return None
         return (sum(dict(self.total_steps).values()) - done) / rate
@@ -147,6 +149,8 @@ class LiveProgress:
         if state != "RUNNING" or step is not None:  # steps arrive: the table shows them
             row["note"] = None
         if step is not None:
+            if self.stepping_since is None and step > row["step"]:
+                self.stepping_since = time.time()
             row["step"] = step
         if metrics:
             row["metrics"].update(metrics)
