@@ -145,15 +145,6 @@ def _cpu_call_s(step) -> float:
     return time.perf_counter() - t0
 
 
-def _cuda_call_s(step) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    step()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3
-
-
 def case_steps(case: Case, x: dict, compiled: bool) -> dict[str, object]:
     """The implementations timed for ``case``: ours, verl's where it has one, ours compiled when asked."""
     steps = {"ours": ours_step(case, x), "verl": verl_step(case, x),
@@ -163,7 +154,10 @@ def case_steps(case: Case, x: dict, compiled: bool) -> dict[str, object]:
 
 def time_cases(cases, x, reps: int, device: str = "cpu", compile_labels=()) -> dict[tuple[str, str], float]:
     """Median (and min) seconds per forward+backward of each implementation, the calls interleaved."""
-    call_s = _cuda_call_s if device == "cuda" else _cpu_call_s
+    if device == "cuda":
+        from objectives_gpu import call_s  # CUDA events
+    else:
+        call_s = _cpu_call_s
     out = {}
     for case in cases:
         steps = case_steps(case, x, case.label in compile_labels)

@@ -2,8 +2,8 @@
 
     python benchmarks/objectives.py --device cuda            # uses these (see that file's docstring)
 
-* ``time_ms(step, reps)``: each call of a forward+backward between two CUDA events (after
-  ``WARMUP`` calls), in ms; the caller takes the median.
+* ``call_s(step)``: one call of a forward+backward between two CUDA events, in seconds;
+  ``time_ms(step, reps)`` repeats it after ``WARMUP`` calls, in ms.
 * ``peak_mib(step)``: the caching allocator's peak above what was allocated before one call
   (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``): saved activations,
   temporaries and the gradient, not the inputs.
@@ -21,20 +21,22 @@ import torch
 WARMUP = 3
 
 
+def call_s(step) -> float:
+    """Seconds of one call of ``step`` on the GPU, between two CUDA events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    step()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
 def time_ms(step, reps: int) -> list[float]:
-    """ms per call of ``step`` on the GPU, one CUDA event pair per call."""
+    """ms per call of ``step`` on the GPU, one CUDA event pair per call, after WARMUP calls."""
     for _ in range(WARMUP):
         step()
     torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end))
-    return out
+    return [call_s(step) * 1e3 for _ in range(reps)]
 
 
 def peak_mib(step) -> float:

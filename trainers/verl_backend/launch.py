@@ -207,7 +207,9 @@ def packed_device(visible: str) -> str:
     """The one GPU id of a packed trial's verl job, from the CUDA_VISIBLE_DEVICES its Ray node gave the
     trial ('0,0,0,0' -> '0'). Every process of the job sees that id: the ones holding no GPU (verl's
     TaskRunner) must still find CUDA, which a repeated id hides, and Ray maps each logical GPU to it."""
-    ids = list(dict.fromkeys(v.strip() for v in visible.split(",") if v.strip()))
+    from trainers.verl_backend.placement import gpu_ids
+
+    ids = list(dict.fromkeys(gpu_ids(visible)))
     if len(ids) == 1:
         return ids[0]
     raise ConfigError(f"verl.gpu_share: a packed trial needs its Ray node to show one GPU, repeated once per trial "

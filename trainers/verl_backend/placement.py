@@ -139,10 +139,14 @@ def _place_packed(slot: dict, share: int, max_concurrent: int, capacity, local: 
     return Placement(slot, min(max_concurrent, int(capacity.gpus)), 1)
 
 
+def gpu_ids(visible: str | None) -> list[str]:
+    """The entries of a CUDA_VISIBLE_DEVICES value, in order ('0, 0' -> ['0', '0']; unset or '' -> [])."""
+    return [v.strip() for v in (visible or "").split(",") if v.strip()]
+
+
 def local_gpu_ids() -> list[str]:
     """The GPU id(s) this machine shows: CUDA_VISIBLE_DEVICES's entries, else '0'."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return [v.strip() for v in visible.split(",") if v.strip()] if visible else ["0"]
+    return gpu_ids(os.environ.get("CUDA_VISIBLE_DEVICES")) or ["0"]
 
 
 def smoke_overrides(resources) -> list[str]:
