@@ -21,6 +21,7 @@ import time
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -165,9 +166,9 @@ class LiveProgress:
             self._line(self.status_line())
             self._ticker = threading.Thread(target=self._tick, name="sweep-status", daemon=True)
             self._ticker.start()
-        self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False,
-                         auto_refresh=not self.batch)
-        self.live.__enter__()
+        if self.console.is_terminal:  # piped, the table is printed once, at the end (__exit__)
+            self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False)
+            self.live.__enter__()
         return self
 
     def __exit__(self, *exc):
@@ -176,11 +177,20 @@ class LiveProgress:
             self._ticker.join()
             self._ticker = None
             self._line(self.status_line())
-        self.live.update(self.table())
-        self.live.__exit__(*exc)
-        self.live = None
-        if not self.console.is_terminal:
-            self.console.line()  # piped: the table is printed once, at the end; what follows starts a new line
+        if self.live is not None:
+            self.live.update(self.table())
+            self.live.__exit__(*exc)
+            self.live = None
+            return
+        # piped: the table once, as wide as its cells need (a log has no width), so no cell is cut
+        table = self.table()
+        needed = Measurement.get(self.console, self.console.options.update_width(1000), table).maximum
+        width = self.console.width
+        self.console.width = max(width, needed)
+        try:
+            self.console.print(table)
+        finally:
+            self.console.width = width
 
 
 def _fmt_time(seconds: float | None) -> str:

@@ -49,7 +49,7 @@ SLOW_LANES = {
         "test_main_command.py",            # ~185 s (a new .venv, then the smoke sweep building the default base)
         "test_cpu_main_ppo.py",            # ~55 s
         "test_shipped_study_dynamics.py",  # ~65 s (the default base: main_command's, copied)
-        "test_benchmarks_smoke.py",        # ~90 s (the tracking-outage benchmark's smoke)
+        "test_benchmarks_smoke.py",        # ~210 s (the tracking-outage and sweep-scale benchmarks' smokes)
         "test_sweep_eval.py",              # ~45 s
         "test_sweep_grid.py",              # ~60 s (a 6-trial grid with a selection split)
     ),
@@ -63,6 +63,7 @@ SLOW_LANES = {
         "test_sweep_ui_terminal.py",       # ~7 s
         "test_sweep_ui_grid.py",           # ~60 s (sweep ui of a grid, its view in Chromium)
         "test_local_trainer.py",           # ~20 s
+        "test_synthetic_faults.py",        # ~40 s (three synthetic trials: a retried crash, a divergence, a crash each attempt)
     ),
 }
 LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}

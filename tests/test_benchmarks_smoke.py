@@ -63,3 +63,19 @@ def test_objectives_smoke_prints_ours_beside_verl_and_the_compiled_loss(tmp_path
     assert set(rows) == {"grpo", "gspo", "dhpo entropy branch"}
     assert rows["grpo"]["verl"] == "vanilla" and rows["grpo"]["t_ratio"] > 0 and rows["grpo"]["compiled_ms"] > 0
     assert rows["dhpo entropy branch"]["verl_ms"] is None and rows["gspo"]["compiled_ms"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_sweep_scale_smoke_runs_both_drivers_and_every_step_reaches_the_store(tmp_path):
+    figures_file = tmp_path / "scale.json"
+    out = _run("benchmarks/sweep_scale.py", "--smoke", "--out", str(tmp_path / "runs"), "--json", str(figures_file),
+               timeout=560)
+    assert "| N | wall s raw / sweep | ratio |" in out and "\n| 8 | " in out
+    figures = json.loads(figures_file.read_text())["sqlite/grid"]["8"]
+    # 8 trials x (10 steps x 11 metrics + trial/step at steps 0-10 + 6 evaluations x 4 val keys): each once
+    assert figures["sweep"]["rows"] == 8 * (10 * 11 + 11 + 6 * 4)
+    assert figures["sweep"]["runs_listed"] == 9 and figures["raw"]["runs_listed"] == 8  # + the sweep's parent run
+    assert figures["raw"]["rows"] > 8 * 10 * 11  # Tune's own fields besides the trial's
+    assert figures["sweep"]["status_s"] > 0 and figures["sweep"]["report_s"] > 0
+    assert not (tmp_path / "runs").exists()

@@ -146,6 +146,11 @@ BACKENDS: dict[str, Backend] = {
                     placement="trainers.verl_backend.placement:place",
                     smoke_overrides="trainers.verl_backend.placement:smoke_overrides",
                     worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",)),
+    "synthetic": Backend("synthetic", "trainers.synthetic.trainer:train",
+                         "no model: the metrics of a real trial at a set pace, with injected faults (benchmarks, tests)",
+                         validate="trainers.synthetic.config:validate_synthetic_section",
+                         is_checkpoint="trainers.synthetic.trainer:is_checkpoint",
+                         checkpoints="a synthetic checkpoint (synthetic_state.json)"),
 }
 
 

@@ -15,7 +15,7 @@ and ``~trainer.lr`` (or ``~trainer``) puts the field (or section) back at its da
 ``algorithm.params``, ``data.eval_files`` and ``verl.data_sources`` are open mappings
 (``~algorithm.params.eps_low``: the objective's paper default again).
 
-The ``local:`` and ``verl:`` sections belong to their backends (trainers/backends.py): each backend
+The ``local:``, ``verl:`` and ``synthetic:`` sections belong to their backends (trainers/backends.py): each backend
 reads only its own and checks it with its ``validate`` hook.
 """
 
@@ -39,6 +39,7 @@ from trainers.objectives import get_objective
 from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
 from contract.errors import ConfigError, require
 from contract.suggest import did_you_mean
+from trainers.synthetic.config import SyntheticConfig, is_default as synthetic_is_default
 from trainers.verl_backend.config import VerlConfig
 
 
@@ -125,11 +126,13 @@ class TrialConfig:
     seed: int = 0
     """Trial seed: rollout sampling, prompt order, optimizer noise."""
     backend: str = DEFAULT_BACKEND
-    """Trainer backend (trainers/backends.py): 'local' (built-in, CPU or one GPU) or 'verl' (main_ppo on Ray)."""
+    """Trainer backend (trainers/backends.py): 'local' (built-in, CPU or one GPU), 'verl' (main_ppo on Ray) or 'synthetic' (no model: scale benchmarks, tests)."""
     local: LocalConfig = field(default_factory=LocalConfig)
     """Settings only the local backend reads (tiny-model sizes, device, threads, warm start)."""
     verl: VerlConfig = field(default_factory=VerlConfig)
     """Settings only the verl backend reads (nodes x GPUs, rollout engine, micro-batches, extra overrides)."""
+    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+    """Settings only the synthetic backend reads (pace, injected faults); left out of to_dict() at its defaults."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "config") -> "TrialConfig":
@@ -138,7 +141,13 @@ class TrialConfig:
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The config as plain data. The ``synthetic:`` section is left out while at its defaults, so a
+        trial config's fingerprint (sweeps/spec.py ``config_hash``) is what it was before that section
+        existed and sweeps recorded earlier still resume."""
+        data = dataclasses.asdict(self)
+        if synthetic_is_default(self.synthetic):
+            del data["synthetic"]
+        return data
 
 
 def _build(cls: type, data: Any, prefix: str, source: str) -> Any:

@@ -47,6 +47,7 @@ def test_a_batch_log_has_status_lines_and_a_line_per_trial_start_and_end():
     assert f"[{second}] failed at step 50/200  val/avg/acc=0.5" in text.splitlines()
     table = text[text.index("┏"):]
     assert all(t.trial_id in table for t in trials)  # the end-of-run table: whole ids at 60 columns
+    assert "…" not in table and "FINISHED" in table and "val/avg/acc" in table  # and no cell cut either
 
 
 def test_quiet_and_a_terminal_show_the_table_alone():

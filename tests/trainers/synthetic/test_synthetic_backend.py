@@ -1,0 +1,111 @@
+"""The synthetic backend alone: its section's checks, the metrics it reports, checkpoints and resume,
+injected faults, and that it stays light (no torch, no MLflow)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contract.errors import ConfigError
+from contract.metrics import MIX_WEIGHT, STEP_METRICS, VAL_AVG, selection_key, val_key
+from trainers.api import TrainingDiverged
+from trainers.config import TrialConfig
+from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, is_checkpoint, train
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def config(**synthetic) -> TrialConfig:
+    return TrialConfig.from_dict({"backend": "synthetic", "synthetic": synthetic,
+                                  "trainer": {"steps": 6, "eval_every": 3, "checkpoint_every": 2},
+                                  "data": {"benchmarks": ["easy", "hard"]}})
+
+
+def collect(cfg: TrialConfig, **kwargs) -> list[tuple[int, dict, Path | None]]:
+    reports: list[tuple[int, dict, Path | None]] = []
+    train(cfg, lambda step, metrics, ckpt: reports.append((step, dict(metrics), ckpt)), log=lambda line: None, **kwargs)
+    return reports
+
+
+def test_a_trial_reports_the_keys_of_a_real_one_and_checkpoints_where_asked(tmp_path):
+    reports = collect(config(), workdir=tmp_path)
+    assert [step for step, _, _ in reports] == [0, 1, 2, 3, 4, 5, 6]
+    evaluated = {val_key("easy"), val_key("hard"), VAL_AVG}
+    assert set(reports[0][1]) == evaluated
+    for step, metrics, ckpt in reports[1:]:
+        want = set(STEP_METRICS) | (evaluated if step in (3, 6) else set())
+        assert set(metrics) == want, step
+        assert (ckpt is not None) == (step in (2, 4, 6)), step
+    assert reports[3][1][VAL_AVG] == pytest.approx((reports[3][1][val_key("easy")] + reports[3][1][val_key("hard")]) / 2)
+    assert is_checkpoint(reports[-1][2]) and json.loads((reports[-1][2] / STATE_FILE).read_text())["step"] == 6
+    dhpo = TrialConfig.from_dict({"backend": "synthetic", "algorithm": {"name": "dhpo"}, "trainer": {"steps": 2}})
+    assert MIX_WEIGHT in collect(dhpo)[1][1]
+    select = TrialConfig.from_dict({"backend": "synthetic", "trainer": {"steps": 2}, "data": {"select_size": 8}})
+    assert selection_key(VAL_AVG) in collect(select)[0][1]
+
+
+def test_values_depend_on_the_configuration_and_seed_and_nothing_else():
+    first, again = collect(config()), collect(config())
+    assert first == again
+    other_seed = collect(TrialConfig.from_dict({**config().to_dict(), "seed": 1}))
+    assert other_seed[6][1][VAL_AVG] != first[6][1][VAL_AVG]
+    other_clip = collect(TrialConfig.from_dict({**config().to_dict(), "algorithm": {"name": "grpo", "params": {"eps_low": 0.3}}}))
+    assert other_clip[6][1][VAL_AVG] != first[6][1][VAL_AVG]
+
+
+def test_a_resumed_trial_reports_what_an_uninterrupted_one_does(tmp_path):
+    whole = collect(config(), workdir=tmp_path / "whole")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / STATE_FILE).write_text("{not json")
+    checkpoint_4 = whole[4][2]
+    resumed = collect(config(), workdir=tmp_path / "resumed", resume_from=[tmp_path / "broken", checkpoint_4])
+    assert [step for step, _, _ in resumed] == [5, 6]
+    assert [m for _, m, _ in resumed] == [m for _, m, _ in whole[5:]]
+    # a checkpoint of another configuration is skipped: the trial starts over
+    other = TrialConfig.from_dict({**config().to_dict(), "algorithm": {"name": "gspo"}})
+    assert [step for step, _, _ in collect(other, resume_from=checkpoint_4)][:2] == [0, 1]
+
+
+def test_a_failure_happens_on_the_attempts_told_and_a_divergence_always(tmp_path):
+    cfg = config(fail_at_step=3, fail_attempts=2)
+    for attempt in (1, 2):
+        with pytest.raises(RuntimeError, match=f"synthetic failure at step 3 .*attempt {attempt}"):
+            collect(cfg, storage_dir=tmp_path)
+    assert (tmp_path / FAILURES_FILE).read_text() == "2"
+    assert collect(cfg, storage_dir=tmp_path)[-1][0] == 6  # the third attempt gets through
+    with pytest.raises(TrainingDiverged) as diverged:
+        collect(config(diverge_at_step=2))
+    assert (diverged.value.step, diverged.value.what) == (2, "loss")
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"step_seconds": -1}, "synthetic.step_seconds: expected a number >= 0"),
+    ({"fail_at_step": 7}, "synthetic.fail_at_step: expected 0 (never) or a step in 1..trainer.steps = 6"),
+    ({"diverge_at_step": -2}, "synthetic.diverge_at_step: expected an integer >= 0"),
+    ({"fail_after": 3}, "synthetic.fail_after: unknown key"),
+])
+def test_bad_settings_are_refused_naming_the_key(section, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        config(**section)
+
+
+def test_the_section_is_left_out_of_a_trial_dict_at_its_defaults():
+    # the fingerprint of every trial config recorded before the section existed stays what it was
+    assert set(TrialConfig().to_dict()) == {"model", "data", "trainer", "reward", "algorithm", "seed", "backend",
+                                            "local", "verl"}
+    set_one = config(step_seconds=0.5).to_dict()
+    assert set_one["synthetic"]["step_seconds"] == 0.5
+    assert TrialConfig.from_dict(set_one).synthetic.step_seconds == 0.5
+
+
+def test_a_synthetic_trial_imports_neither_torch_nor_mlflow():
+    code = ("import sys; from trainers.config import TrialConfig; from trainers.backends import get_trainer; "
+            "get_trainer('synthetic')(TrialConfig.from_dict({'backend': 'synthetic', 'trainer': {'steps': 2}}), "
+            "lambda *a: None, log=lambda s: None); print(sorted(m for m in ('torch', 'mlflow', 'numpy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

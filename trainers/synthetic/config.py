@@ -1,0 +1,49 @@
+"""The ``synthetic:`` section of a trial config: pace and faults of a synthetic trial.
+
+    synthetic:
+      step_seconds: 0.05     # sleep per training step
+      fail_at_step: 3        # raise an error at step 3 (a crash, which the sweep retries) ...
+      fail_attempts: 1       # ... on the first attempt only (0: on every attempt)
+      diverge_at_step: 0     # 0: never; N: a non-finite loss at step N (TrainingDiverged, no retry)
+
+Other backends ignore this section; a trial config leaves it out while it is at its defaults, so
+the fingerprints of trial configs recorded before it existed are unchanged (trainers/config.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from contract.errors import require
+
+
+@dataclass
+class SyntheticConfig:
+    step_seconds: float = 0.0
+    """Seconds each training step sleeps (the trial's pace)."""
+    eval_seconds: float = 0.0
+    """Seconds each evaluation sleeps (step 0, every trainer.eval_every steps and the last step)."""
+    fail_at_step: int = 0
+    """0: never; N: the trial raises an error at step N (a crash: the sweep retries it from its last checkpoint)."""
+    fail_attempts: int = 1
+    """How many attempts of the trial fail at fail_at_step (0: every attempt)."""
+    diverge_at_step: int = 0
+    """0: never; N: a non-finite loss at step N (TrainingDiverged: the trial is FAILED, not retried)."""
+
+
+def validate_synthetic_section(cfg, source: str) -> None:
+    """Range checks of the ``synthetic:`` section; ConfigError naming the key path."""
+    s = cfg.synthetic
+    for name in ("step_seconds", "eval_seconds"):
+        require(getattr(s, name) >= 0, source, f"synthetic.{name}", "a number >= 0", getattr(s, name))
+    for name in ("fail_at_step", "fail_attempts", "diverge_at_step"):
+        require(getattr(s, name) >= 0, source, f"synthetic.{name}", "an integer >= 0", getattr(s, name))
+    steps = cfg.trainer.steps
+    for name in ("fail_at_step", "diverge_at_step"):
+        require(getattr(s, name) <= steps, source, f"synthetic.{name}",
+                f"0 (never) or a step in 1..trainer.steps = {steps}", getattr(s, name))
+
+
+def is_default(section: SyntheticConfig) -> bool:
+    return dataclasses.asdict(section) == dataclasses.asdict(SyntheticConfig())
