@@ -148,9 +148,7 @@ BACKENDS: dict[str, Backend] = {
                     worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",)),
     "synthetic": Backend("synthetic", "trainers.synthetic.trainer:train",
                          "no model: the metrics of a real trial at a set pace, with injected faults (benchmarks, tests)",
-                         validate="trainers.synthetic.config:validate_synthetic_section",
-                         is_checkpoint="trainers.synthetic.trainer:is_checkpoint",
-                         checkpoints="a synthetic checkpoint (synthetic_state.json)"),
+                         validate="trainers.synthetic.config:validate_synthetic_section"),
 }
 
 

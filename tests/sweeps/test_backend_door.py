@@ -70,7 +70,7 @@ def _leaks(path: Path) -> list[str]:
 
 
 def test_generic_packages_name_no_backend():
-    assert PACKAGES == ("trainers.local", "trainers.verl_backend")
+    assert PACKAGES == ("trainers.local", "trainers.verl_backend", "trainers.synthetic")
     leaks = [leak for package in GENERIC for path in sorted((REPO / package).rglob("*.py")) for leak in _leaks(path)]
     assert not leaks, "ask trainers/backends.py instead (a hook):\n" + "\n".join(leaks)
 

@@ -43,6 +43,8 @@ def test_each_backend_recognises_only_its_own_checkpoints(tmp_path):
     empty.mkdir()
     for name in BACKENDS:
         accepts = get_backend(name).load("is_checkpoint")
+        if accepts is None:  # a backend whose checkpoints cannot be evaluated (synthetic) claims none
+            continue
         for owner, paths in found.items():
             for path in paths:
                 assert accepts(path) == (owner == name), (name, path)
