@@ -117,3 +117,58 @@ def test_nan_values_duplicate_steps_and_untagged_runs(tmp_path):
     assert collect("raw", tracking_uri=uri, statuses=("FAILED",)).trials.shape[0] == 1
     with pytest.raises(ValueError, match=r"no trial runs with status in \['FINISHED'\] \(statuses found: \{'FAILED': 1\}\)"):
         collect("raw", tracking_uri=uri, statuses=("FINISHED",))
+
+
+@pytest.fixture(scope="module")
+def known_server(known_store):
+    """`mlflow server` over the known store's sqlite file (one worker), killed by pid at the end."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    from contract.env import MLFLOW_SERVER_JOBS
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri", known_store.uri,
+                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                              env={**os.environ, MLFLOW_SERVER_JOBS.name: "false"}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                assert time.time() < deadline and server.poll() is None, "mlflow server did not come up"
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+def test_a_server_store_is_read_in_bulk_calls_and_matches_the_database(known_server, known_data, monkeypatch):
+    import dashboards.collect as collect_module
+
+    calls = {"bulk": 0, "one": 0}
+    bulk = collect_module._bulk_interval
+
+    def counted_bulk(client, run_ids, key):
+        calls["bulk"] += 1
+        return bulk(client, run_ids, key)
+    monkeypatch.setattr(collect_module, "_bulk_interval", counted_bulk)
+    served = collect(known_data.sweep, tracking_uri=known_server, workers=4)
+    pd.testing.assert_frame_equal(_sorted(served.history), _sorted(known_data.history), check_dtype=False)
+    assert calls["bulk"] == served.history["key"].nunique()  # 16 runs: one call per key
+    # a run with as many rows as a bulk call returns may have been sampled: read whole, one call per (run, key)
+    monkeypatch.setattr(collect_module, "BULK_ROWS", 3)
+    capped = collect(known_data.sweep, tracking_uri=known_server, workers=4)
+    pd.testing.assert_frame_equal(_sorted(capped.history), _sorted(known_data.history), check_dtype=False)
