@@ -102,7 +102,8 @@ def _runs_frame(runs: list) -> pd.DataFrame:
     for r in runs:
         tags, info = r.data.tags, r.info
         row = {"run_id": info.run_id, "run_name": info.run_name, "status": info.status,
-               "start_time": info.start_time, "parent_run_id": tags.get("mlflow.parentRunId")}
+               "start_time": info.start_time, "parent_run_id": tags.get("mlflow.parentRunId"),
+               "artifact_uri": info.artifact_uri}
         row.update({t: tags.get(t) for t in TRIAL_TAGS})
         row["trial_id"] = row["trial_id"] or info.run_name or info.run_id
         row["config"] = row["config"] or _SEED_SUFFIX.sub("", row["trial_id"])
@@ -112,7 +113,7 @@ def _runs_frame(runs: list) -> pd.DataFrame:
         row["model"] = row["model"] or "model"
         row.update({f"params.{k}": v for k, v in r.data.params.items()})
         rows.append(row)
-    cols = ["run_id", "run_name", "status", "start_time", "parent_run_id", *TRIAL_TAGS]
+    cols = ["run_id", "run_name", "status", "start_time", "parent_run_id", "artifact_uri", *TRIAL_TAGS]
     frame = pd.DataFrame(rows, columns=cols if not rows else None)
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce").astype("Int64")
     frame = frame.sort_values(["start_time", "trial_id"], kind="stable")

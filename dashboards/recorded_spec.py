@@ -32,7 +32,8 @@ def recorded_spec(client, run_id: str) -> dict:
                 path = client.download_artifacts(run_id, RESOLVED_SPEC, tmp)
             except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
                 return {}
-            return yaml.safe_load(Path(path).read_text()) or {}
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: a big grid's spec
+            return yaml.load(Path(path).read_text(), Loader=loader) or {}
     finally:
         if bar is None:
             os.environ.pop(PROGRESS_BAR, None)

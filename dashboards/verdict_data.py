@@ -18,6 +18,7 @@ import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
@@ -37,7 +38,23 @@ def verdict_family(metric: str) -> str | None:
     return None
 
 
-def _fetch(client, run_id: str, path: str, scratch: str) -> str | None:
+def _local_root(artifact_uri: str | None) -> Path | None:
+    """The directory of a run's artifacts when they are local files (the sqlite default), else None."""
+    if not artifact_uri:
+        return None
+    parsed = urlparse(artifact_uri)
+    if parsed.scheme not in ("", "file") or (parsed.scheme == "file" and parsed.netloc not in ("", "localhost")):
+        return None
+    return Path(unquote(parsed.path))
+
+
+def _fetch(client, run_id: str, path: str, scratch: str, artifact_uri: str | None = None) -> str | None:
+    local_root = _local_root(artifact_uri)
+    if local_root is not None:  # read in place: no MLflow download per file
+        try:
+            return (local_root / path).read_text(encoding="utf-8")
+        except OSError:
+            return None
     try:
         local = client.download_artifacts(run_id, path, scratch)
     except Exception:  # noqa: BLE001 - not recorded (an older run) or unreadable: the cell falls back
@@ -48,9 +65,12 @@ def _fetch(client, run_id: str, path: str, scratch: str) -> str | None:
         return None
 
 
-def fetch_verdicts(client, wanted: list[tuple[str, int]], family: str, workers: int = 8) -> dict[tuple[str, int], dict]:
+def fetch_verdicts(client, wanted: list[tuple[str, int]], family: str, workers: int = 8,
+                   artifact_uris: dict[str, str] | None = None) -> dict[tuple[str, int], dict]:
     """{(run_id, step): {benchmark: BenchmarkVerdicts}} of the (run, step) pairs that have them (MLflow's
-    per-download progress bar off unless the user set MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR)."""
+    per-download progress bar off unless the user set MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR). A run whose
+    ``artifact_uris`` entry is a local directory is read there, without a download."""
+    artifact_uris = artifact_uris or {}
     if not MLFLOW_ARTIFACTS_PROGRESS.is_set():
         os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = "false"
     out: dict[tuple[str, int], dict] = {}
@@ -59,7 +79,7 @@ def fetch_verdicts(client, wanted: list[tuple[str, int]], family: str, workers: 
             run_id, step = pair
             sub = Path(scratch) / f"{run_id}-{step}"
             sub.mkdir()
-            return pair, _fetch(client, run_id, verdicts_artifact(family, step), str(sub))
+            return pair, _fetch(client, run_id, verdicts_artifact(family, step), str(sub), artifact_uris.get(run_id))
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for pair, text in pool.map(one, list(dict.fromkeys(wanted))):
@@ -81,7 +101,8 @@ def problem_frame(data, picks: pd.DataFrame, metric: str, benchmarks: list[str] 
 
     client = MlflowClient(data.tracking_uri)
     wanted = [(str(r), int(s)) for r, s in zip(picks["run_id"], picks["step"])]
-    found = fetch_verdicts(client, wanted, family)
+    uris = dict(zip(data.trials["run_id"], data.trials["artifact_uri"])) if "artifact_uri" in data.trials else {}
+    found = fetch_verdicts(client, wanted, family, artifact_uris=uris)
     parts = []
     for pick, key in zip(picks.itertuples(index=False), wanted):
         verdicts = found.get(key)
