@@ -101,7 +101,8 @@ class MlflowLogger(Callback):
     def on_trial_start(self, iteration, trials, trial, **info):
         if self.state is None:
             return
-        s, t = self.state, trial_from_tune_config(trial.config)
+        s, tid = self.state, trial_id_of(trial.config)
+        t = s.by_id.get(tid) or trial_from_tune_config(trial.config)  # a grid trial is known by its id
         search_sample = t.trial_id not in s.by_id
         if search_sample:
             s.by_id[t.trial_id] = t

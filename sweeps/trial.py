@@ -89,17 +89,26 @@ def unpack_steps(result: dict) -> list[tuple[int, float, dict, str | None]]:
             for s in json.loads(result.get("steps", "[]"))]
 
 
+TRIAL_ID = "trial_id"
+"""The key of a grid trial's Tune config: its trial id alone (the payloads reach run_trial through
+``tune.with_parameters``). An Optuna sample's config carries the template payload under ``trial`` and
+the sampled values under ``search``."""
+
+
 def trial_id_of(config: dict) -> str:
-    """The trial id of a Tune config, without building its config: the payload's, or for an Optuna
+    """The trial id of a Tune config, without building its config: a grid trial's, or for an Optuna
     sample the id `search_trial` gives it (that needs the sampled config)."""
+    if TRIAL_ID in config:
+        return config[TRIAL_ID]
     return trial_from_tune_config(config).trial_id if config.get("search") else config["trial"]["trial_id"]
 
 
-def trial_from_tune_config(config: dict) -> Trial:
-    """The Trial of a Tune config: the payload's trial, or (Optuna search) its template + sampled values."""
+def trial_from_tune_config(config: dict, payload: dict | None = None) -> Trial:
+    """The Trial of a Tune config: its payload's trial (``payload``, else the config's own), or (Optuna
+    search) its template + sampled values."""
     from trainers.config import TrialConfig
 
-    p = config["trial"]
+    p = payload or config["trial"]
     trial = Trial(p["trial_id"], p["config_id"], p["method"], p["variant"], TrialConfig.from_dict(p["config"], p["trial_id"]))
     return search_trial(trial, config["search"]) if config.get("search") else trial
 
@@ -201,15 +210,16 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
     return done
 
 
-def run_trial(config: dict) -> None:
-    """Ray Tune function trainable: one trial of the configured backend."""
+def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
+    """Ray Tune function trainable: one trial of the configured backend. A grid trial's payload is
+    ``payloads[config[TRIAL_ID]]`` (sweeps/runner.py ``_trainable``), a search sample's ``config["trial"]``."""
     import ray
     from ray import tune
 
     from trainers.api import TrainingDiverged, get_trainer
 
-    payload = config["trial"]
-    cfg = trial_from_tune_config(config).config
+    payload = payloads[config[TRIAL_ID]] if TRIAL_ID in config else config["trial"]
+    cfg = trial_from_tune_config(config, payload).config
     scratch = Path(tempfile.mkdtemp(prefix=ATTEMPT_PREFIX, dir=payload["scratch_dir"]))
     # Newest first: Tune's checkpoint of this run (a retry after a crash), then earlier runs' ones.
     resume = [Path(p) for p in payload.get("resume_from") or [] if Path(p).is_dir()]
