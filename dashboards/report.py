@@ -90,12 +90,14 @@ def curve_history(data: SweepData, table, cfg: ReportConfig) -> tuple[pd.DataFra
     if cfg.by != "method" or cfg.table.rows != "method" or history.empty:
         return history, notes
     shown = {(r.model, r.label): set(r.config.split(",")) for r in table.rows if not r.is_base and r.config}
-    pairs = list(zip(history["model"].astype(str), history["method"].astype(str), history["config"].astype(str)))
-    keep = [(m, me) not in shown or c in shown[(m, me)] for m, me, c in pairs]
-    if all(keep):
+    t = data.trials  # decided per run (thousands), not per point (millions)
+    hidden = {rid for rid, m, me, c in zip(t["run_id"], t["model"].astype(str), t["method"].astype(str),
+                                           t["config"].astype(str)) if (m, me) in shown and c not in shown[(m, me)]}
+    drop = history["run_id"].isin(hidden).to_numpy() if hidden else None
+    if drop is None or not drop.any():
         return history, notes
-    return history[keep], notes + ["Curves of a method with several configs show the config the table shows "
-                                   "(its footnote names it); the others are not drawn."]
+    return history[~drop], notes + ["Curves of a method with several configs show the config the table shows "
+                                    "(its footnote names it); the others are not drawn."]
 
 
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1280px;color:#222}

@@ -223,7 +223,7 @@ def status(
 
     The store is never created: a missing one is an error naming where it was looked for.
     """
-    from sweeps.status import StatusRow, planned_from_store, recorded_trials
+    from sweeps.status import PLAIN_ROWS, StatusRow, plain_table, planned_from_store, recorded_trials
     from sweeps.store import StoreMissing, mask_uri, open_existing, resolve_uri
     from contract.metrics import TRIAL_STEP, VAL_AVG
 
@@ -242,15 +242,22 @@ def status(
     except RuntimeError as err:  # several runs of one trial
         err_console.print(f"error: {mask_uri(str(err))}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
-    table = Table(title=f"{name} ({mask_uri(uri)})")
-    for col in ("trial id", "method", "state", "step", VAL_AVG):
-        table.add_column(col, no_wrap=col == "trial id")
+    header, rows = ("trial id", "method", "state", "step", VAL_AVG), []
     for row in planned:
         r = runs.get(row.trial_id)
         state = r.info.status if r else "NOT STARTED"
         step = int(r.data.metrics.get(TRIAL_STEP, 0)) if r else 0
         acc = f"{r.data.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.data.metrics else ""
-        table.add_row(Text(row.trial_id), Text(row.method), state, f"{step}/{row.steps}" if row.steps else str(step), acc)
+        rows.append((row.trial_id, row.method, state, f"{step}/{row.steps}" if row.steps else str(step), acc))
+    title = f"{name} ({mask_uri(uri)})"
+    if len(rows) > PLAIN_ROWS:
+        print(plain_table(title, header, rows))
+        return
+    table = Table(title=title)
+    for col in header:
+        table.add_column(col, no_wrap=col == "trial id")
+    for cells in rows:
+        table.add_row(*map(Text, cells))
     console.print(table)
 
 

@@ -136,6 +136,9 @@ class MlflowLogger(Callback):
                 s.writer.set_tags(tid, {"stopped_by": result["stopped_by"]})
             if result.get("eval"):  # the final checkpoint's evaluation (the spec's eval: section)
                 s.writer.log_eval(tid, json.loads(result["eval"]))
+        # Journaled: out of the result, which Tune keeps (with copies) as each trial's last result for the
+        # whole sweep (callbacks may change it in place): at 2,000 trials those strings are the bulk of its memory.
+        result["steps"] = "[]"
         if result.get("diverged"):
             s.reasons[tid] = result["diverged"]
         if s.progress and steps:

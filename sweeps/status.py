@@ -3,7 +3,7 @@
     runs, parent = recorded_trials(client, uri, "dhpo_vs_baselines")   # trial id -> run; StoreMissing if none
     rows = planned_from_store(client, parent, runs)                    # every trial of the last run's spec
 
-The plan comes from the parent run's ``spec/resolved.yaml`` (every trial id and config of the spec as last
+The plan comes from the parent run's ``spec/resolved.json`` (or ``.yaml``: every trial id and config of the spec as last
 run, overrides included: sweeps/tracking.py writes it), so a name is enough; trials recorded but no longer
 in the spec are shown too. Nothing is written to the store.
 """
@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 from dashboards.recorded_spec import recorded_spec
 from sweeps.store import sweep_experiment, trial_runs
+
+PLAIN_ROWS = 200
+"""Above this many trials the table is printed as plain aligned text: rich measures and wraps every cell
+(~6 s for 2,000 trials on a 2-core machine), plain text takes milliseconds."""
 
 
 @dataclass
@@ -45,3 +49,12 @@ def planned_from_store(client, parent, runs: dict[str, object]) -> list[StatusRo
         steps = run.data.params.get("trainer.steps")
         rows.append(StatusRow(tid, run.data.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
     return rows
+
+
+def plain_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Left-aligned columns, as wide as their widest cell, no cell cut: a big sweep's status table."""
+    widths = [max(len(str(v)) for v in column) for column in zip(header, *rows)]
+
+    def line(cells) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    return "\n".join([title, line(header), line(["-" * w for w in widths]), *map(line, rows)])

@@ -13,7 +13,7 @@ mid-flush leaves every step either fully recorded or absent, and the resume (whi
 after the last ``trial/step``) never logs a key twice at one step.
 
 The parent run carries the provenance (sweeps/provenance.py: git commit and diff, package versions,
-host, Ray cluster) and the resolved spec (``spec/resolved.yaml``); each child its resolved trial
+host, Ray cluster) and the resolved spec (``spec/resolved.yaml``, and ``.json`` for the read commands); each child its resolved trial
 config (``config/trial.yaml``).
 
 Default store: ``sqlite:///<run dir>/mlflow.db`` with artifacts in ``<run dir>/mlartifacts``.
@@ -45,7 +45,7 @@ from mlflow.tracking import MlflowClient
 
 from contract.metrics import TRIAL_STEP, verdicts_artifact
 from contract.run_layout import RunLayout
-from dashboards.recorded_spec import RESOLVED_SPEC
+from dashboards.recorded_spec import RESOLVED_SPEC, RESOLVED_SPEC_JSON, dump_resolved
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial
 from sweeps.trial_params import logged_params
 from sweeps.store import DriverLease, is_server
@@ -132,7 +132,9 @@ class SweepTracker:
             self.client.log_text(self.parent_id, diff, "provenance/git_diff.patch")
         resolved = {"spec": self.spec.raw, "report": self.spec.report,
                     "trials": {t.trial_id: t.config.to_dict() for t in self.spec.trials}}
-        self.client.log_dict(self.parent_id, resolved, RESOLVED_SPEC)
+        as_yaml, as_json = dump_resolved(resolved)
+        self.client.log_text(self.parent_id, as_yaml, RESOLVED_SPEC)
+        self.client.log_text(self.parent_id, as_json, RESOLVED_SPEC_JSON)
 
     def check_unchanged(self, trials: list[Trial]) -> None:
         """Refuse to continue recorded trials whose resolved config changed (it would mix two runs)."""

@@ -66,3 +66,17 @@ def test_a_bad_interval_is_refused_before_anything_runs(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["run", str(SPEC)], env={"SWEEP_STATUS_EVERY": "often"})
     assert result.exit_code == 2 and "SWEEP_STATUS_EVERY: expected float, got 'often'" in said(result)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_big_sweeps_status_is_plain_aligned_text_with_whole_cells():
+    from sweeps.status import plain_table
+
+    rows = [(f"grpo-clip0.{i:03d}.s{i}", "GRPO", "FINISHED", "200/200", "0.300") for i in range(3)] + \
+        [("dhpo-entropy-branch-a-very-long-id.s0", "DHPO-E", "NOT STARTED", "0/200", "")]
+    text = plain_table("big (sqlite:////x/mlflow.db)", ("trial id", "method", "state", "step", "val/avg/acc"), rows)
+    lines = text.splitlines()
+    assert lines[0] == "big (sqlite:////x/mlflow.db)" and lines[1].split() == ["trial", "id", "method", "state", "step",
+                                                                              "val/avg/acc"]
+    assert lines[-1].split() == ["dhpo-entropy-branch-a-very-long-id.s0", "DHPO-E", "NOT", "STARTED", "0/200"]
+    column = lines[1].index("method")  # every row's method starts where the header's does
+    assert all(line[column:].startswith(("GRPO", "DHPO-E", "------")) for line in lines[2:])

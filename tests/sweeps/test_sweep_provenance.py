@@ -4,6 +4,8 @@ tests/dashboards/test_dashboards_report.py."""
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -66,6 +68,12 @@ def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
     assert resolved["report"] == spec.report
     assert resolved["report"]["table"]["methods"] == ["GRPO", "GSPO"]
     assert resolved["report"]["table"]["benchmarks"] == list(spec.trials[0].config.data.benchmarks)
+    # the same mapping as JSON, which the read commands load (a big grid's YAML takes seconds to parse)
+    as_json = json.loads(Path(client.download_artifacts(tracker.parent_id, "spec/resolved.json", str(tmp_path))).read_text())
+    assert as_json == resolved
+    from dashboards.recorded_spec import recorded_spec
+
+    assert recorded_spec(client, tracker.parent_id) == resolved
 
 
 def test_trial_params_are_its_backend_and_the_objectives_effective_values(tmp_path):
