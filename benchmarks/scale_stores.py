@@ -22,13 +22,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contract.env import MLFLOW_SERVER_JOBS  # noqa: E402
+from sweeps.ui_server import answers  # noqa: E402
 
 
 @dataclass
@@ -59,14 +59,6 @@ def _wait(check, what: str, timeout: float = 120.0) -> None:
             return
         time.sleep(0.5)
     raise RuntimeError(f"{what} did not come up within {timeout:.0f} s")
-
-
-def _http_up(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -118,7 +110,7 @@ def mlflow_server(db_uri: str, root: Path, workers: int = 2):
                                "--artifacts-destination", str(root / "server-artifacts")],
                               stdout=log, stderr=log, env=env, start_new_session=True)
     try:
-        _wait(lambda: _http_up(port), "mlflow server")
+        _wait(lambda: answers(f"http://127.0.0.1:{port}"), "mlflow server")
         yield f"http://127.0.0.1:{port}"
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -153,16 +153,20 @@ BULK_RUNS, BULK_ROWS = 100, 2500
 (more are sampled, so such a run's key is read whole with GetMetricHistory instead)."""
 
 
-def _bulk_interval(client, run_ids: list[str], key: str) -> list | None:
-    """Every logged (run_id, step, value, timestamp) of ``key`` for up to 100 runs in one REST call, or
-    None where the store has no such call (a database URI: MLflow's SQL store answers per run anyway)."""
-    from mlflow.protos.service_pb2 import GetMetricHistoryBulkInterval
+def _rest_store(client):
+    """The client's RestStore (an `mlflow server`), else None (a database URI: MLflow's SQL store answers
+    a bulk call per run anyway)."""
     from mlflow.store.tracking.rest_store import RestStore
-    from mlflow.utils.proto_json_utils import message_to_json
 
     store = client._tracking_client.store
-    if not isinstance(store, RestStore):
-        return None
+    return store if isinstance(store, RestStore) else None
+
+
+def _bulk_interval(store, run_ids: list[str], key: str) -> list:
+    """Every logged (run_id, step, value, timestamp) of ``key`` for up to 100 runs in one REST call."""
+    from mlflow.protos.service_pb2 import GetMetricHistoryBulkInterval
+    from mlflow.utils.proto_json_utils import message_to_json
+
     body = message_to_json(GetMetricHistoryBulkInterval(run_ids=run_ids, metric_key=key, max_results=BULK_ROWS))
     return list(store._call_endpoint(GetMetricHistoryBulkInterval, body).metrics)
 
@@ -176,7 +180,7 @@ def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str
     keys = sorted({k for ks in run_keys.values() for k in ks})
     kcode = {k: i for i, k in enumerate(keys)}
     index = {rid: i for i, rid in enumerate(run_ids)}
-    pairs = [(i, rid, k) for i, rid in enumerate(run_ids) for k in run_keys.get(rid, [])]
+    store = _rest_store(client)
 
     def one(pair):
         i, rid, key = pair
@@ -185,26 +189,22 @@ def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str
 
     def bulk(job):
         key, chunk = job
-        got = _bulk_interval(client, chunk, key)
-        if got is None:
-            return None
         rows: dict[str, list] = {rid: [] for rid in chunk}
-        for m in sorted(got, key=lambda m: m.timestamp):  # log order: a step logged twice keeps the last
+        for m in sorted(_bulk_interval(store, chunk, key), key=lambda m: m.timestamp):  # log order: the last wins
             rows[m.run_id].append((kcode[key], m.step, m.value))
         whole = [(index[rid], r) for rid, r in rows.items() if len(r) < BULK_ROWS]
         return whole, [(index[rid], rid, key) for rid, r in rows.items() if len(r) >= BULK_ROWS]
 
-    by_key: dict[str, list[str]] = {}
-    for rid in run_ids:
-        for key in run_keys.get(rid, []):
-            by_key.setdefault(key, []).append(rid)
-    jobs = [(key, rids[i:i + BULK_RUNS]) for key, rids in by_key.items() for i in range(0, len(rids), BULK_RUNS)]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        first = next(iter(pool.map(bulk, jobs[:1])), None) if jobs else None
-        if jobs and first is None:  # no bulk call here: one call per (run, key)
-            got = list(pool.map(one, pairs))
+        if store is None:  # no bulk call here: one call per (run, key)
+            got = list(pool.map(one, [(i, rid, k) for i, rid in enumerate(run_ids) for k in run_keys.get(rid, [])]))
         else:
-            answers = [first, *pool.map(bulk, jobs[1:])] if jobs else []
+            by_key: dict[str, list[str]] = {}
+            for rid in run_ids:
+                for key in run_keys.get(rid, []):
+                    by_key.setdefault(key, []).append(rid)
+            answers = list(pool.map(bulk, [(key, rids[i:i + BULK_RUNS]) for key, rids in by_key.items()
+                                           for i in range(0, len(rids), BULK_RUNS)]))
             got = [g for whole, _ in answers for g in whole]
             got += list(pool.map(one, [p for _, rest in answers for p in rest]))
     a = np.array([r for _, rows in got for r in rows], dtype=np.float64).reshape(-1, 3)

@@ -98,9 +98,7 @@ the sampled values under ``search``."""
 def trial_id_of(config: dict) -> str:
     """The trial id of a Tune config, without building its config: a grid trial's, or for an Optuna
     sample the id `search_trial` gives it (that needs the sampled config)."""
-    if TRIAL_ID in config:
-        return config[TRIAL_ID]
-    return trial_from_tune_config(config).trial_id if config.get("search") else config["trial"]["trial_id"]
+    return config[TRIAL_ID] if TRIAL_ID in config else trial_from_tune_config(config).trial_id
 
 
 def trial_from_tune_config(config: dict, payload: dict | None = None) -> Trial:

@@ -32,10 +32,6 @@ FAILURES_FILE = "synthetic_failures"
 """In the trial's durable directory: how many attempts have failed at ``synthetic.fail_at_step``."""
 
 
-def is_checkpoint(path: Path) -> bool:
-    return (Path(path) / STATE_FILE).is_file()
-
-
 def _config_key(cfg: TrialConfig) -> str:
     return json.dumps([cfg.algorithm.name, cfg.algorithm.params], sort_keys=True, default=str)
 

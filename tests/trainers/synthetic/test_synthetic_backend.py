@@ -14,7 +14,7 @@ from contract.errors import ConfigError
 from contract.metrics import MIX_WEIGHT, STEP_METRICS, VAL_AVG, selection_key, val_key
 from trainers.api import TrainingDiverged
 from trainers.config import TrialConfig
-from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, is_checkpoint, train
+from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, train
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -41,7 +41,7 @@ def test_a_trial_reports_the_keys_of_a_real_one_and_checkpoints_where_asked(tmp_
         assert set(metrics) == want, step
         assert (ckpt is not None) == (step in (2, 4, 6)), step
     assert reports[3][1][VAL_AVG] == pytest.approx((reports[3][1][val_key("easy")] + reports[3][1][val_key("hard")]) / 2)
-    assert is_checkpoint(reports[-1][2]) and json.loads((reports[-1][2] / STATE_FILE).read_text())["step"] == 6
+    assert (reports[-1][2] / STATE_FILE).is_file() and json.loads((reports[-1][2] / STATE_FILE).read_text())["step"] == 6
     dhpo = TrialConfig.from_dict({"backend": "synthetic", "algorithm": {"name": "dhpo"}, "trainer": {"steps": 2}})
     assert MIX_WEIGHT in collect(dhpo)[1][1]
     select = TrialConfig.from_dict({"backend": "synthetic", "trainer": {"steps": 2}, "data": {"select_size": 8}})
