@@ -22,6 +22,7 @@ import typer
 
 from contract.run_layout import RunLayout
 from dashboards.cli_options import RunDir, TrackingUri
+from dashboards.store_tables import local_artifact_dir
 from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
 
 
@@ -130,12 +131,13 @@ def report_cmd(
             sweep_name = sweep_name or doc.get("name")
             if not sweep_name and not parent_run_id:
                 raise ValueError(f"{spec}: no name: key; give SWEEP_NAME")
-        from dashboards.collect import collect
-        from dashboards.report import write_report
+        from dashboards.collect import collect, find_runs
+        from dashboards.report import history_keys, write_report
 
         uri = resolve_tracking_uri(tracking_uri, run_dir)
-        data = collect(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
-        cfg = _report_config(data, spec_section, overrides, top, spec)
+        found = find_runs(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
+        cfg = _report_config(found, spec_section, overrides, top, spec)
+        data = collect(found=found, keys=history_keys(cfg, {k for r in found.runs for k in r.metrics}))
         db = sqlite_path(uri)  # default: where `sweep run` writes it for the run dir's store, else ./reports/
         in_run_dir = db is not None and db == RunLayout(run_dir).store.resolve() and sweep_name
         out = out or (RunLayout(run_dir.resolve()).sweep(data.sweep).report if in_run_dir
@@ -161,20 +163,26 @@ def _cells(text: Optional[str]) -> Optional[str]:
     return None if text is None else " ".join(text.replace("+-", "±").replace("±", " ± ").split())
 
 
-def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None):
-    """The report's settings: the `report:` section recorded with the sweep, or the --spec file's
-    (benchmark and method order still from the recorded one when the file leaves them out), then the
-    options; a note on stderr when they differ from the recorded settings."""
+def _mlflow_client(uri: str):
     from mlflow import MlflowClient
 
+    return MlflowClient(uri)
+
+
+def _report_config(found, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None):
+    """The report's settings: the `report:` section recorded with the sweep (``found``: its SweepRuns), or
+    the --spec file's (benchmark and method order still from the recorded one when the file leaves them
+    out), then the options; a note on stderr when they differ from the recorded settings."""
     from dashboards.recorded_spec import changed_settings, recorded_report_section, recorded_spec
     from dashboards.report import ReportConfig
 
-    recorded, complete = None, False
-    if data.parent_run_id:
-        recorded, complete = recorded_report_section(recorded_spec(MlflowClient(data.tracking_uri), data.parent_run_id))
+    recorded, complete, parent = None, False, found.parent
+    if parent is not None:
+        local = local_artifact_dir(parent.artifact_uri)  # read in place, else through MLflow
+        client = None if local is not None else (found.client or _mlflow_client(found.tracking_uri))
+        recorded, complete = recorded_report_section(recorded_spec(client, parent.run_id, parent.artifact_uri))
     if recorded is not None and not complete and spec_section is None:
-        typer.echo(f"note: sweep {data.sweep!r} was recorded with its spec's report: section only (not the "
+        typer.echo(f"note: sweep {found.sweep!r} was recorded with its spec's report: section only (not the "
                    "benchmark and method order `sweep run` added): those come from the recorded trials", err=True)
     if spec_section is not None:
         section = spec_section
@@ -186,7 +194,7 @@ def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, 
         section = recorded
     else:
         section = {}
-        typer.echo(f"note: no spec is recorded with sweep {data.sweep!r}: default report settings "
+        typer.echo(f"note: no spec is recorded with sweep {found.sweep!r}: default report settings "
                    "(pass --spec FILE for a spec's report: section)", err=True)
     section = {**section, **top, "table": {**(section.get("table") or {}), **overrides}}
     cfg = ReportConfig.from_dict(section)
@@ -194,7 +202,7 @@ def _report_config(data, spec_section: dict | None, overrides: dict, top: dict, 
         changed = changed_settings(cfg, ReportConfig.from_dict(recorded))
         if changed:
             source = f"--spec {spec} and options" if spec is not None else "options"
-            typer.echo(f"note: this report differs from the one recorded with sweep {data.sweep!r} ({source}): "
+            typer.echo(f"note: this report differs from the one recorded with sweep {found.sweep!r} ({source}): "
                        + "; ".join(changed), err=True)
     return cfg
 

@@ -1,20 +1,24 @@
 """Read a sweep's runs from MLflow (or a results CSV/parquet) into pandas.
 
-    from dashboards.collect import collect, load_results
+    from dashboards.collect import collect, find_runs, load_results
     data = collect("dhpo_vs_baselines", tracking_uri="sqlite:////abs/mlflow.db")
+    found = find_runs("dhpo_vs_baselines", tracking_uri=uri); data = collect(found=found, keys=[...])  # two steps
     data.trials    # one row per trial run: run_id, tags, params.<key>, final metric values
     data.history   # long: run_id, trial_id, method, config, seed, model, key, step, value
     results = load_results("results.csv")   # long: model, method, benchmark, value[, seed, config]
 
 Runs are found by the sweep runner's layout (DESIGN.md "MLflow layout"): experiment = sweep
-name, trial runs tagged role=trial and nested under the parent (tag mlflow.parentRunId).
+name, trial runs tagged role=trial and nested under the parent (tag mlflow.parentRunId). A sqlite
+store's runs, tags, params and latest metrics are read from its tables (dashboards/store_tables.py:
+2,000 runs in well under a second, against ~10 s through MLflow's ORM); other stores through MLflow.
 
 Histories are fetched in bulk. With a `sqlite:///` URI the `metrics` table of the store is read
 directly and read-only (MLflow's schema: metrics(key, value, timestamp, run_uuid, step, is_nan)),
 one indexed query per run: ~1 s for 200 runs x 300 steps x 15 keys, far below one ORM/REST call
 per run per key. From an `mlflow server` one REST call reads a key of 100 runs
 (GetMetricHistoryBulkInterval); any other URI falls back to `MlflowClient.get_metric_history` for
-every (run, key) pair. Both are issued from a thread pool. Pass `bulk=False` to skip the sqlite read.
+every (run, key) pair. Both are issued from a thread pool. Pass `bulk=False` to skip the sqlite reads.
+Only the histories of ``keys`` are read when given: a report reads the ~6 keys it shows, not all 16-32.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from contract.suggest import did_you_mean
+from dashboards.store_tables import RunRecord, experiment_id, experiment_names, read_runs
 from dashboards.store_uri import mask_uri, sqlite_path
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
@@ -77,41 +82,41 @@ def _find_experiment(client, sweep: str):
                      f"{mask_uri(client.tracking_uri)}. Experiments there: {listing}")
 
 
-def _search(client, exp_id: str, filter_string: str) -> list:
+def _search(client, exp_id: str, filter_string: str) -> list[RunRecord]:
     runs, token = [], None
     while True:
         page = client.search_runs([exp_id], filter_string=filter_string, max_results=1000,
                                   page_token=token)
-        runs.extend(page)
+        runs.extend(RunRecord.of(r) for r in page)
         token = page.token
         if not token:
             return runs
 
 
-def _trial_runs(client, exp_id: str, parent_run_id: str | None) -> list:
+def _trial_runs(client, exp_id: str, parent_run_id: str | None) -> list[RunRecord]:
     if parent_run_id:
         return _search(client, exp_id, f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
     runs = _search(client, exp_id, "tags.role = 'trial'")
     if not runs:  # stores written without role tags: every nested run is a trial
-        runs = [r for r in _search(client, exp_id, "") if "mlflow.parentRunId" in r.data.tags]
+        runs = [r for r in _search(client, exp_id, "") if "mlflow.parentRunId" in r.tags]
     return runs
 
 
-def _runs_frame(runs: list) -> pd.DataFrame:
+def _runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     rows = []
     for r in runs:
-        tags, info = r.data.tags, r.info
-        row = {"run_id": info.run_id, "run_name": info.run_name, "status": info.status,
-               "start_time": info.start_time, "parent_run_id": tags.get("mlflow.parentRunId"),
-               "artifact_uri": info.artifact_uri}
+        tags = r.tags
+        row = {"run_id": r.run_id, "run_name": r.run_name, "status": r.status,
+               "start_time": r.start_time, "parent_run_id": tags.get("mlflow.parentRunId"),
+               "artifact_uri": r.artifact_uri}
         row.update({t: tags.get(t) for t in TRIAL_TAGS})
-        row["trial_id"] = row["trial_id"] or info.run_name or info.run_id
+        row["trial_id"] = row["trial_id"] or r.run_name or r.run_id
         row["config"] = row["config"] or _SEED_SUFFIX.sub("", row["trial_id"])
         if row["seed"] is None and (m := _SEED_SUFFIX.search(row["trial_id"])):
             row["seed"] = m.group(1)
         row["method"] = row["method"] or row["algorithm"] or row["config"]
         row["model"] = row["model"] or "model"
-        row.update({f"params.{k}": v for k, v in r.data.params.items()})
+        row.update({f"params.{k}": v for k, v in r.params.items()})
         rows.append(row)
     cols = ["run_id", "run_name", "status", "start_time", "parent_run_id", "artifact_uri", *TRIAL_TAGS]
     frame = pd.DataFrame(rows, columns=cols if not rows else None)
@@ -254,47 +259,87 @@ def _with_meta(hist: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)[HISTORY_COLUMNS]
 
 
+@dataclass
+class SweepRuns:
+    """A sweep's runs as found, before any history is read: what a report's settings and keys come from."""
+
+    sweep: str
+    tracking_uri: str
+    experiment_id: str
+    runs: list[RunRecord]
+    parent: RunRecord | None
+    client: object | None = None
+    """An MlflowClient where the store was read through MLflow; None where its tables were read directly."""
+
+
+def _sqlite_runs(db: Path, uri: str, sweep: str) -> SweepRuns:
+    """By name, from a sqlite store's tables (dashboards/store_tables.py): no MLflow import, no ORM."""
+    exp_id = experiment_id(db, sweep)
+    if exp_id is None:
+        names = experiment_names(db)
+        raise ValueError(f"unknown sweep {sweep!r}{did_you_mean(sweep, names)}: no MLflow experiment of that name at "
+                         f"{mask_uri(uri)}. Experiments there: {', '.join(names) or '(none)'}")
+    parents = read_runs(db, exp_id, role="parent", params=False)
+    runs = read_runs(db, exp_id, role="trial")
+    if not runs:  # stores written without role tags: every nested run is a trial
+        runs = [r for r in read_runs(db, exp_id) if "mlflow.parentRunId" in r.tags]
+    newest = max(parents, key=lambda r: r.start_time or 0) if parents else None
+    return SweepRuns(sweep, uri, exp_id, runs, newest)
+
+
+def find_runs(sweep: str | None = None, *, tracking_uri: str | None = None, parent_run_id: str | None = None,
+              bulk: bool = True) -> SweepRuns:
+    """A sweep's trial runs and its parent run: by experiment (= sweep) name, or by the parent run's id.
+    A sqlite store found by name is read from its tables (``bulk=False``: through MLflow)."""
+    if not sweep and not parent_run_id:
+        raise ValueError("collect: give a sweep (experiment) name or a parent_run_id")
+    db = sqlite_path(tracking_uri) if bulk else None
+    if db is not None and not parent_run_id:
+        if not db.exists():
+            raise ValueError(f"no MLflow store at {db}: nothing was recorded there; a sweep tracked elsewhere: "
+                             "--tracking-uri URI or MLFLOW_TRACKING_URI, or --run-dir DIR")
+        return _sqlite_runs(db, tracking_uri, sweep)
+    client, uri = _client(tracking_uri)
+    if parent_run_id:  # only this parent's children
+        run = client.get_run(parent_run_id)
+        parent, exp_id = RunRecord.of(run), run.info.experiment_id
+        sweep = sweep or parent.tags.get("sweep") or client.get_experiment(exp_id).name
+        return SweepRuns(sweep, uri, str(exp_id), _trial_runs(client, exp_id, parent_run_id), parent, client)
+    exp_id = _find_experiment(client, sweep).experiment_id  # every trial run; reports attach to the newest parent
+    parents = _search(client, exp_id, "tags.role = 'parent'")
+    return SweepRuns(sweep, uri, str(exp_id), _trial_runs(client, exp_id, None), parents[0] if parents else None,
+                     client)
+
+
 def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
             parent_run_id: str | None = None, keys: list[str] | None = None,
             statuses: tuple[str, ...] | None = None, bulk: bool = True,
-            workers: int = 16) -> SweepData:
-    """Load one sweep: by experiment (= sweep) name, or by the parent run's id.
+            workers: int = 16, found: SweepRuns | None = None) -> SweepData:
+    """Load one sweep: by experiment (= sweep) name, or by the parent run's id (or the runs ``find_runs`` found).
 
-    keys: only these metric keys (default all). statuses: keep runs in these states only
-    (e.g. ("FINISHED",)); default all, so partial sweeps can be inspected. The history's
-    string columns are pandas categoricals (1M points fit in ~30 MB).
+    keys: only these metric keys' histories (default all: a report passes the keys it draws and tabulates).
+    statuses: keep runs in these states only (e.g. ("FINISHED",)); default all, so partial sweeps can be
+    inspected. The history's string columns are pandas categoricals (1M points fit in ~30 MB).
     """
-    if not sweep and not parent_run_id:
-        raise ValueError("collect: give a sweep (experiment) name or a parent_run_id")
-    client, uri = _client(tracking_uri)
-    if parent_run_id:  # only this parent's children
-        parent = client.get_run(parent_run_id)
-        exp_id = parent.info.experiment_id
-        sweep = sweep or parent.data.tags.get("sweep") or client.get_experiment(exp_id).name
-        runs = _trial_runs(client, exp_id, parent_run_id)
-    else:  # every trial run of the experiment; reports attach to the newest parent run
-        exp_id = _find_experiment(client, sweep).experiment_id
-        parents = _search(client, exp_id, "tags.role = 'parent'")
-        parent_run_id = parents[0].info.run_id if parents else None
-        runs = _trial_runs(client, exp_id, None)
+    found = found or find_runs(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id, bulk=bulk)
+    sweep, uri, exp_id, runs = found.sweep, found.tracking_uri, found.experiment_id, found.runs
     if not runs:
         raise ValueError(f"sweep {sweep!r} (experiment {exp_id} at {mask_uri(uri)}) has no trial runs yet")
     trials = _runs_frame(runs)
     if statuses:
-        found = trials["status"].value_counts().to_dict()
+        seen = trials["status"].value_counts().to_dict()
         trials = trials[trials["status"].isin(statuses)].reset_index(drop=True)
         if trials.empty:
             raise ValueError(f"sweep {sweep!r} has no trial runs with status in {list(statuses)} "
-                             f"(statuses found: {found})")
+                             f"(statuses found: {seen})")
     run_ids = trials["run_id"].tolist()
-    # the keys each run logged, from the latest-metric rows search_runs already returned
-    run_keys = {r.info.run_id: [k for k in r.data.metrics if not keys or k in keys] for r in runs}
+    # the keys each run logged, from its latest-metric rows
+    run_keys = {r.run_id: [k for k in r.metrics if keys is None or k in keys] for r in runs}
     db = sqlite_path(uri) if bulk else None
     if db is not None and db.exists():
-        all_keys = sorted({k for ks in run_keys.values() for k in ks})
-        hist = read_history_sqlite(db, run_ids, all_keys)
+        hist = read_history_sqlite(db, run_ids, sorted({k for ks in run_keys.values() for k in ks}))
     else:
-        hist = read_history_client(client, run_ids, run_keys, workers)
+        hist = read_history_client(found.client or _client(uri)[0], run_ids, run_keys, workers)
     history = _with_meta(hist, trials)
     finals = final_values(hist)
     finals.columns = finals.columns.astype(object)
@@ -304,11 +349,10 @@ def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
     steps.index = steps.index.astype(object)
     trials = trials.merge(steps, left_on="run_id", right_index=True, how="left")
     trials = trials.merge(finals, left_on="run_id", right_index=True, how="left")
-    provenance = {}
-    if parent_run_id:
-        tags = client.get_run(parent_run_id).data.tags
-        provenance = {k[len("provenance."):]: v for k, v in sorted(tags.items()) if k.startswith("provenance.")}
-    return SweepData(sweep, trials, history, uri, str(exp_id), parent_run_id, provenance)
+    parent = found.parent
+    provenance = ({k[len("provenance."):]: v for k, v in sorted(parent.tags.items()) if k.startswith("provenance.")}
+                  if parent is not None else {})
+    return SweepData(sweep, trials, history, uri, str(exp_id), parent.run_id if parent else None, provenance)
 
 
 def load_results(path: str | Path) -> pd.DataFrame:

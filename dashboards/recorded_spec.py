@@ -1,6 +1,7 @@
 """The spec recorded with a sweep: its parent run's ``spec/resolved.json`` (and ``.yaml``) artifacts.
 
     recorded = recorded_spec(client, parent_run_id)   # {} when the run has none
+    recorded = recorded_spec(None, parent_run_id, artifact_uri)   # local artifacts: read in place, no client
     section = recorded.get("report")                    # the report: section `sweep run` used
 
 `sweep run` (sweeps/tracking.py) writes the artifact at every run of a sweep: ``spec`` (the YAML as
@@ -19,10 +20,12 @@ from pathlib import Path
 
 import yaml
 
+from contract.env import MLFLOW_ARTIFACTS_PROGRESS
+from dashboards.store_tables import local_artifact_dir
+
 RESOLVED_SPEC = "spec/resolved.yaml"  # artifact path on the sweep's parent run (for people)
 RESOLVED_SPEC_JSON = "spec/resolved.json"  # the same mapping for the commands: a 2,000-trial grid's YAML takes
                                            # ~14 s to parse, its JSON a fraction of a second
-PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def dump_resolved(resolved: dict) -> tuple[str, str]:
@@ -31,11 +34,24 @@ def dump_resolved(resolved: dict) -> tuple[str, str]:
     return yaml.dump(resolved, Dumper=dumper, sort_keys=False), json.dumps(resolved, default=str)
 
 
-def recorded_spec(client, run_id: str) -> dict:
+def _parsed(artifact: str, text: str) -> dict:
+    if artifact == RESOLVED_SPEC_JSON:
+        return json.loads(text) or {}
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+
+def recorded_spec(client, run_id: str, artifact_uri: str | None = None) -> dict:
     """The parent run's resolved spec as a mapping (its JSON, else its YAML: a sweep recorded before the
-    JSON existed); {} when it has none (recorded before either existed)."""
-    bar = os.environ.get(PROGRESS_BAR)
-    os.environ[PROGRESS_BAR] = "false"  # one small file: no progress bar on the terminal
+    JSON existed); {} when it has none (recorded before either existed). Local artifacts (``artifact_uri``
+    ``file:///...``, the sqlite default) are read in place, and ``client`` may then be None."""
+    local = local_artifact_dir(artifact_uri)
+    if local is not None:
+        for artifact in (RESOLVED_SPEC_JSON, RESOLVED_SPEC):
+            if (local / artifact).is_file():
+                return _parsed(artifact, (local / artifact).read_text(encoding="utf-8"))
+        return {}
+    bar = os.environ.get(MLFLOW_ARTIFACTS_PROGRESS.name)
+    os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = "false"  # one small file: no progress bar on the terminal
     try:
         with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix=".sweep-spec-") as tmp:
             for artifact in (RESOLVED_SPEC_JSON, RESOLVED_SPEC):
@@ -43,15 +59,13 @@ def recorded_spec(client, run_id: str) -> dict:
                     path = Path(client.download_artifacts(run_id, artifact, tmp))
                 except Exception:  # noqa: BLE001 - MLflow raises several types for a missing artifact
                     continue
-                if artifact == RESOLVED_SPEC_JSON:
-                    return json.loads(path.read_text()) or {}
-                return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+                return _parsed(artifact, path.read_text(encoding="utf-8"))
             return {}
     finally:
         if bar is None:
-            os.environ.pop(PROGRESS_BAR, None)
+            os.environ.pop(MLFLOW_ARTIFACTS_PROGRESS.name, None)
         else:
-            os.environ[PROGRESS_BAR] = bar
+            os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = bar
 
 
 def recorded_report_section(recorded: dict) -> tuple[dict | None, bool]:

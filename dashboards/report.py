@@ -30,12 +30,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from contract.metrics import EVAL, SELECT, TRIAL, VAL
 from dashboards import curves as cv
 from dashboards.aggregate_report import (
     aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, write_aggregate_figure,
 )
-from dashboards.collect import SweepData, collect
+from dashboards.collect import SweepData, collect, find_runs
 from dashboards.grid_report import grid_section
+from dashboards.grid_stats import MECHANISMS
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
 )
@@ -51,6 +53,20 @@ def _fig_html(fig: go.Figure, div_id: str) -> str:
     h = int(fig.layout.height or 450)
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, default_height=f"{h}px",
                        config={"displaylogo": False, "responsive": True})
+
+
+EVALUATION_PREFIXES = (VAL, SELECT, EVAL, TRIAL)
+"""Keys logged at evaluations (plus the trial's step): a report reads all of them, whatever its settings."""
+
+
+def history_keys(cfg: ReportConfig, logged: set[str]) -> list[str]:
+    """The logged keys whose histories ``cfg``'s report uses: the evaluation keys (tables, selection, base
+    row, grid), the curves, the clip fractions, the select-by key and the grid's mechanism keys. The
+    per-step training keys it does not draw are left unread (2,000 trials x 200 steps: ~4 M rows fewer)."""
+    wanted = {*cfg.curves, *(cv.CLIP_KEYS if cfg.clipfrac else ()), cfg.table.select_by, *MECHANISMS.values()}
+    head, _, tail = cfg.table.metric.partition("{benchmark}")  # the table's metric, any benchmark
+    return sorted(k for k in logged if k.startswith(EVALUATION_PREFIXES) or k in wanted
+                  or (k.startswith(head) and k.endswith(tail) and len(k) > len(head) + len(tail)))
 
 
 def figure_specs(history, cfg: ReportConfig, model: str | None = None) -> list[cv.FigureSpec]:
@@ -258,8 +274,10 @@ def report_from_mlflow(sweep: str | None, *, tracking_uri: str | None = None, ou
     the sweep's parent run. By sweep name every trial run of the experiment counts (a re-run spec
     that opened a new parent run still reports the trials finished before); parent_run_id
     restricts the report to that parent's children."""
-    data = collect(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id)
+    cfg = config or ReportConfig()
+    found = find_runs(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id)
+    data = collect(found=found, keys=history_keys(cfg, {k for r in found.runs for k in r.metrics}))
     run = (log_run_id or data.parent_run_id) if log else None
     if log and run is None:
         print(f"note: sweep {data.sweep!r} has no parent run (tag role=parent); report not logged to MLflow")
-    return write_report(data, out_dir, config, log_to_run=run, tracking_uri=data.tracking_uri)
+    return write_report(data, out_dir, cfg, log_to_run=run, tracking_uri=data.tracking_uri)

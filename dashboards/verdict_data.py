@@ -18,12 +18,12 @@ import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
 from contract.metrics import VAL_TEMPLATE, eval_key, verdicts_artifact
+from dashboards.store_tables import local_artifact_dir
 from evaluators.verdicts import loads
 
 COLUMNS = ["model", "method", "config", "seed", "benchmark", "problem", "value"]
@@ -38,18 +38,8 @@ def verdict_family(metric: str) -> str | None:
     return None
 
 
-def _local_root(artifact_uri: str | None) -> Path | None:
-    """The directory of a run's artifacts when they are local files (the sqlite default), else None."""
-    if not artifact_uri:
-        return None
-    parsed = urlparse(artifact_uri)
-    if parsed.scheme not in ("", "file") or (parsed.scheme == "file" and parsed.netloc not in ("", "localhost")):
-        return None
-    return Path(unquote(parsed.path))
-
-
 def _fetch(client, run_id: str, path: str, scratch: str, artifact_uri: str | None = None) -> str | None:
-    local_root = _local_root(artifact_uri)
+    local_root = local_artifact_dir(artifact_uri)
     if local_root is not None:  # read in place: no MLflow download per file
         try:
             return (local_root / path).read_text(encoding="utf-8")

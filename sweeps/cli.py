@@ -224,7 +224,7 @@ def status(
     The store is never created: a missing one is an error naming where it was looked for.
     """
     from sweeps.status import PLAIN_ROWS, StatusRow, plain_table, planned_from_store, recorded_trials
-    from sweeps.store import StoreMissing, mask_uri, open_existing, resolve_uri
+    from sweeps.store import StoreMissing, mask_uri, resolve_uri
     from contract.metrics import TRIAL_STEP, VAL_AVG
 
     is_spec = sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or bool(overrides) or smoke
@@ -232,22 +232,21 @@ def status(
     name = loaded.name if loaded else sweep
     uri = resolve_uri(tracking_uri, run_dir)
     try:
-        client = open_existing(uri)
-        runs, parent = recorded_trials(client, uri, name)
+        runs, _, resolved = recorded_trials(uri, name)
         planned = ([StatusRow(t.trial_id, t.method, t.config.trainer.steps) for t in loaded.trials] if loaded
-                   else planned_from_store(client, parent, runs))
+                   else planned_from_store(resolved, runs))
     except StoreMissing as err:
         err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
-    except RuntimeError as err:  # several runs of one trial
+    except (RuntimeError, ValueError) as err:  # several runs of one trial; a file that is not a store
         err_console.print(f"error: {mask_uri(str(err))}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     header, rows = ("trial id", "method", "state", "step", VAL_AVG), []
     for row in planned:
         r = runs.get(row.trial_id)
-        state = r.info.status if r else "NOT STARTED"
-        step = int(r.data.metrics.get(TRIAL_STEP, 0)) if r else 0
-        acc = f"{r.data.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.data.metrics else ""
+        state = r.status if r else "NOT STARTED"
+        step = int(r.metrics.get(TRIAL_STEP, 0)) if r else 0
+        acc = f"{r.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.metrics else ""
         rows.append((row.trial_id, row.method, state, f"{step}/{row.steps}" if row.steps else str(step), acc))
     title = f"{name} ({mask_uri(uri)})"
     if len(rows) > PLAIN_ROWS:

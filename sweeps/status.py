@@ -1,11 +1,12 @@
 """What `sweep status NAME` shows: a sweep's trials as its store records them, and those not started yet.
 
-    runs, parent = recorded_trials(client, uri, "dhpo_vs_baselines")   # trial id -> run; StoreMissing if none
-    rows = planned_from_store(client, parent, runs)                    # every trial of the last run's spec
+    runs, parent, resolved = recorded_trials(uri, "dhpo_vs_baselines")  # trial id -> RunRecord; StoreMissing if none
+    rows = planned_from_store(resolved, runs)                           # every trial of the spec as last run
 
 The plan comes from the parent run's ``spec/resolved.json`` (or ``.yaml``: every trial id and config of the spec as last
 run, overrides included: sweeps/tracking.py writes it), so a name is enough; trials recorded but no longer
-in the spec are shown too. Nothing is written to the store.
+in the spec are shown too. Nothing is written to the store, and a sqlite store is read without MLflow
+(2,000 trials: well under a second of reading).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dashboards.recorded_spec import recorded_spec
-from sweeps.store import sweep_experiment, trial_runs
+from dashboards.store_tables import RunRecord, experiment_id, experiment_names, read_runs
+from sweeps.store import StoreMissing, open_existing, require_store, sqlite_path, sweep_experiment, trial_runs, where
 
 PLAIN_ROWS = 200
 """Above this many trials the table is printed as plain aligned text: rich measures and wraps every cell
@@ -27,27 +29,40 @@ class StatusRow:
     steps: int | None  # the trial's planned steps (None: unknown)
 
 
-def recorded_trials(client, uri: str, sweep: str) -> tuple[dict[str, object], object | None]:
-    """The sweep's trial runs by trial id and its parent run (None before one exists)."""
-    exp = sweep_experiment(client, uri, sweep)
-    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'", max_results=1,
-                                 order_by=["attributes.start_time ASC"])
-    return trial_runs(client, exp.experiment_id), (parents[0] if parents else None)
+def recorded_trials(uri: str, sweep: str) -> tuple[dict[str, RunRecord], RunRecord | None, dict]:
+    """The sweep's trial runs by trial id, its first parent run (None before one exists) and the spec
+    recorded on it ({} when none). A sqlite store's tables are read directly (dashboards/store_tables.py:
+    no MLflow import); any other store through MLflow. ``StoreMissing`` for no store or no such sweep."""
+    db = sqlite_path(uri)
+    if db is not None:
+        require_store(uri)
+        exp_id = experiment_id(db, sweep)
+        if exp_id is None:
+            raise StoreMissing(f"no sweep {sweep!r} in {where(uri)}; known: {', '.join(experiment_names(db)) or 'none'}")
+        runs, parents, client = read_runs(db, exp_id, role="trial"), read_runs(db, exp_id, role="parent", params=False), None
+    else:
+        client = open_existing(uri)
+        exp_id = sweep_experiment(client, uri, sweep).experiment_id
+        runs = [RunRecord.of(r) for r in client.search_runs([exp_id], "tags.role = 'trial'", max_results=50_000)]
+        parents = [RunRecord.of(r) for r in client.search_runs([exp_id], "tags.role = 'parent'", max_results=1,
+                                                               order_by=["attributes.start_time ASC"])]
+    parent = min(parents, key=lambda r: r.start_time or 0) if parents else None
+    resolved = recorded_spec(client, parent.run_id, parent.artifact_uri) if parent is not None else {}
+    return trial_runs(runs), parent, resolved
 
 
-def planned_from_store(client, parent, runs: dict[str, object]) -> list[StatusRow]:
-    """Every trial of the resolved spec on ``parent`` (in spec order), then recorded trials not in it."""
-    resolved = recorded_spec(client, parent.info.run_id) if parent is not None else {}
+def planned_from_store(resolved: dict, runs: dict[str, RunRecord]) -> list[StatusRow]:
+    """Every trial of the recorded spec (in spec order), then recorded trials not in it."""
     rows = []
     for tid, config in (resolved.get("trials") or {}).items():
         run = runs.get(tid)
-        method = run.data.tags.get("method") if run else None
+        method = run.tags.get("method") if run else None
         rows.append(StatusRow(tid, method or str((config.get("algorithm") or {}).get("name", "")),
                               int((config.get("trainer") or {}).get("steps", 0)) or None))
     for tid in sorted(runs.keys() - {r.trial_id for r in rows}):
         run = runs[tid]
-        steps = run.data.params.get("trainer.steps")
-        rows.append(StatusRow(tid, run.data.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
+        steps = run.params.get("trainer.steps")
+        rows.append(StatusRow(tid, run.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
     return rows
 
 

@@ -138,18 +138,17 @@ def sweep_experiment(client, uri: str, sweep: str):
     return exp
 
 
-def trial_runs(client, experiment_id: str) -> dict[str, object]:
-    """trial id -> its run; ``RuntimeError`` naming them when one trial has several runs (a report would
-    otherwise pick one silently)."""
-    runs = client.search_runs([experiment_id], "tags.role = 'trial'", max_results=50_000)
+def trial_runs(runs: list) -> dict[str, object]:
+    """trial id -> its run (``RunRecord``s, dashboards/store_tables.py); ``RuntimeError`` naming them when one
+    trial has several runs (a report would otherwise pick one silently)."""
     by_id: dict[str, list] = {}
     for r in runs:
-        by_id.setdefault(r.data.tags.get("trial_id", r.info.run_name), []).append(r)
+        by_id.setdefault(r.tags.get("trial_id", r.run_name), []).append(r)
     duplicated = {tid: rs for tid, rs in by_id.items() if len(rs) > 1}
     if duplicated:
         tid, rs = next(iter(duplicated.items()))
         raise RuntimeError(f"{len(duplicated)} trial(s) have several runs in this experiment, e.g. {tid!r}: "
-                           f"{', '.join(r.info.run_id for r in rs)}; delete the extra runs (mlflow runs delete "
+                           f"{', '.join(r.run_id for r in rs)}; delete the extra runs (mlflow runs delete "
                            "--run-id ...) so every trial has one")
     return {tid: rs[0] for tid, rs in by_id.items()}
 

@@ -329,3 +329,25 @@ def test_report_footer_shows_the_provenance(known_store, tmp_path):
     page = paths["html"].read_text()
     footer = page[page.index("<footer"):]
     assert "Provenance" in footer and "git_commit</code>: 0123abc" in footer and "torch</code>: 2.13.0" in footer
+
+
+def test_report_reads_only_the_keys_it_shows_and_is_unchanged(known_store, known_data, tmp_path):
+    """history_keys leaves the per-step keys the report does not draw unread; the table and the drawn curves
+    are the same as from every key."""
+    from dashboards.collect import collect, find_runs
+    from dashboards.report import history_keys
+
+    cfg = ReportConfig(curves=[ENTROPY, VAL_AVG], clipfrac=False, formats=["md", "csv"])
+    found = find_runs(known_store.sweep, tracking_uri=known_store.uri)
+    logged = {k for r in found.runs for k in r.metrics}
+    keys = history_keys(cfg, logged)
+    assert "response_length/mean" in logged and "response_length/mean" not in keys  # logged every step, not drawn
+    assert "actor/clipfrac_token" not in keys and "actor/pg_clipfrac" in keys  # the grid's mechanism key stays
+    assert {ENTROPY, VAL_AVG, "val/easy/acc", "val/hard/acc"} <= set(keys)
+    lean = collect(found=found, keys=keys)
+    assert set(lean.history["key"]) == set(keys)
+    whole, part = write_report(known_data, tmp_path / "whole", cfg), write_report(lean, tmp_path / "lean", cfg)
+    assert part["md"].read_text() == whole["md"].read_text() and part["csv"].read_text() == whole["csv"].read_text()
+    for key in keys:
+        pick = lambda d: d.history[d.history["key"] == key].sort_values(["run_id", "step"])["value"].to_numpy()  # noqa: E731
+        np.testing.assert_array_equal(pick(lean), pick(known_data))
