@@ -19,7 +19,7 @@ journal's peak size on disk, and the flush time: server back up -> the journal e
 the store). Both runs end by checking that every step of every trial is in the store exactly once.
 
 MLflow's http retry budget is cut to seconds in both runs (MLFLOW_HTTP_REQUEST_MAX_RETRIES=0), as a driver
-sets it by default (sweeps/store.py). Everything is written under ``runs/tracking_outage-<time>/`` (removed
+sets it by default (tracking_store/client.py). Everything is written under ``runs/tracking_outage-<time>/`` (removed
 unless --keep) and Ray's temp dir ``.rt/outage-*``.
 """
 

@@ -22,8 +22,9 @@ import typer
 
 from contract.run_layout import RunLayout
 from dashboards.cli_options import RunDir, TrackingUri
-from dashboards.store_tables import local_artifact_dir
-from dashboards.store_uri import mask_uri, resolve_tracking_uri, sqlite_path
+from tracking_store.client import open_existing
+from tracking_store.tables import local_artifact_dir
+from tracking_store.uri import mask_uri, resolve_uri, sqlite_path
 
 
 class TableFormat(str, Enum):
@@ -134,7 +135,7 @@ def report_cmd(
         from dashboards.collect import collect, find_runs
         from dashboards.report import history_keys, write_report
 
-        uri = resolve_tracking_uri(tracking_uri, run_dir)
+        uri = resolve_uri(tracking_uri, run_dir)
         found = find_runs(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
         cfg = _report_config(found, spec_section, overrides, top, spec)
         data = collect(found=found, keys=history_keys(cfg, {k for r in found.runs for k in r.metrics}))
@@ -163,12 +164,6 @@ def _cells(text: Optional[str]) -> Optional[str]:
     return None if text is None else " ".join(text.replace("+-", "±").replace("±", " ± ").split())
 
 
-def _mlflow_client(uri: str):
-    from mlflow import MlflowClient
-
-    return MlflowClient(uri)
-
-
 def _report_config(found, spec_section: dict | None, overrides: dict, top: dict, spec: Path | None):
     """The report's settings: the `report:` section recorded with the sweep (``found``: its SweepRuns), or
     the --spec file's (benchmark and method order still from the recorded one when the file leaves them
@@ -179,7 +174,7 @@ def _report_config(found, spec_section: dict | None, overrides: dict, top: dict,
     recorded, complete, parent = None, False, found.parent
     if parent is not None:
         local = local_artifact_dir(parent.artifact_uri)  # read in place, else through MLflow
-        client = None if local is not None else (found.client or _mlflow_client(found.tracking_uri))
+        client = None if local is not None else (found.client or open_existing(found.tracking_uri))
         recorded, complete = recorded_report_section(recorded_spec(client, parent.run_id, parent.artifact_uri))
     if recorded is not None and not complete and spec_section is None:
         typer.echo(f"note: sweep {found.sweep!r} was recorded with its spec's report: section only (not the "

@@ -3,7 +3,7 @@
     from dashboards.cli_options import RunDir, TrackingUri
     def status(name: str, run_dir: RunDir = Path("runs"), tracking_uri: TrackingUri = None): ...
 
-Every command finds the store by the same rule (dashboards/store_uri.py resolve_tracking_uri).
+Every command finds the store by the same rule (tracking_store/uri.py resolve_uri).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
 
 Runs are found by the sweep runner's layout (DESIGN.md "MLflow layout"): experiment = sweep
 name, trial runs tagged role=trial and nested under the parent (tag mlflow.parentRunId). A sqlite
-store's runs, tags, params and latest metrics are read from its tables (dashboards/store_tables.py:
+store's runs, tags, params and latest metrics are read from its tables (tracking_store/tables.py:
 2,000 runs in well under a second, against ~10 s through MLflow's ORM); other stores through MLflow.
 
 Histories are fetched in bulk. With a `sqlite:///` URI the `metrics` table of the store is read
@@ -23,7 +23,6 @@ Only the histories of ``keys`` are read when given: a report reads the ~6 keys i
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from contract.suggest import did_you_mean
-from dashboards.store_tables import RunRecord, experiment_id, experiment_names, read_runs
-from dashboards.store_uri import mask_uri, sqlite_path
+from tracking_store.client import StoreMissing, open_existing
+from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs
+from tracking_store.uri import mask_uri, resolve_uri, sqlite_path
 
 TRIAL_TAGS = ("trial_id", "method", "config", "algorithm", "seed", "model", "backend", "sweep", "failure_reason",
               "stopped_by")
@@ -60,16 +60,12 @@ class SweepData:
 
 
 def _client(tracking_uri: str | None):
-    import mlflow
-    from mlflow import MlflowClient
-
-    uri = tracking_uri or mlflow.get_tracking_uri()
-    path = sqlite_path(uri)
-    if path is not None and not path.exists():  # MlflowClient would create an empty store
-        raise ValueError(f"no MLflow store at {path}: nothing was recorded there; a sweep tracked elsewhere: "
-                         "--tracking-uri URI or MLFLOW_TRACKING_URI, or --run-dir DIR")
-    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    return MlflowClient(uri), uri
+    """A client of an existing store (``resolve_uri``'s rule for None); ValueError naming a missing one."""
+    uri = resolve_uri(tracking_uri)
+    try:
+        return open_existing(uri), uri
+    except StoreMissing as err:
+        raise ValueError(str(err)) from None
 
 
 def _find_experiment(client, sweep: str):
@@ -273,7 +269,7 @@ class SweepRuns:
 
 
 def _sqlite_runs(db: Path, uri: str, sweep: str) -> SweepRuns:
-    """By name, from a sqlite store's tables (dashboards/store_tables.py): no MLflow import, no ORM."""
+    """By name, from a sqlite store's tables (tracking_store/tables.py): no MLflow import, no ORM."""
     exp_id = experiment_id(db, sweep)
     if exp_id is None:
         names = experiment_names(db)

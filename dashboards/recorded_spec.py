@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
-from dashboards.store_tables import local_artifact_dir
+from tracking_store.tables import local_artifact_dir
 
 RESOLVED_SPEC = "spec/resolved.yaml"  # artifact path on the sweep's parent run (for people)
 RESOLVED_SPEC_JSON = "spec/resolved.json"  # the same mapping for the commands: a 2,000-trial grid's YAML takes

@@ -44,6 +44,7 @@ from dashboards.report_config import (  # noqa: F401  (the spec's report: sectio
 from dashboards.static_figures import write_static_figures
 from dashboards.sweep_tables import failed_trials, table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
+from tracking_store.client import open_existing
 
 NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI
 MAX_NOTE = 8000  # MLflow's limit on a run tag's value
@@ -180,8 +181,7 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         paths["html"] = out / "report.html"
         paths["html"].write_text(_page(title, data, table, sections, notes, cfg, extra), encoding="utf-8")
     if log_to_run:
-        from mlflow import MlflowClient
-        client = MlflowClient(tracking_uri or data.tracking_uri)
+        client = open_existing(tracking_uri or data.tracking_uri)
         for p in paths.values():
             client.log_artifact(log_to_run, str(p), artifact_path="report" if p.parent == out else "report/figures")
         spec_file = client.get_run(log_to_run).data.tags.get("spec_file")

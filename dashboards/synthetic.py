@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracking_store.client import open_client
 from contract.metrics import CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TOKEN, ENTROPY, GRAD_NORM, MIX_WEIGHT, PPO_KL, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_MEAN, STEP_METRICS, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
 
 # (display label, registry name, a "strength" that shapes the synthetic accuracy curve)
@@ -124,10 +125,9 @@ def fill_store(tracking_uri: str, sweep: str = "demo", *, artifact_root: str | N
     Returns the ground truth: a long frame (run_id, trial_id, method, config, seed, model,
     key, step, value) of every value logged, for tests and benchmarks to check against.
     """
-    from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
 
-    client = MlflowClient(tracking_uri)
+    client = open_client(tracking_uri)
     exp_id = client.create_experiment(sweep, artifact_location=artifact_root)
     parent = client.create_run(exp_id, run_name=sweep, tags={"role": "parent", "sweep": sweep})
     pid = parent.info.run_id

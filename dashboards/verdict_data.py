@@ -23,8 +23,9 @@ import pandas as pd
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
 from contract.metrics import VAL_TEMPLATE, eval_key, verdicts_artifact
-from dashboards.store_tables import local_artifact_dir
 from evaluators.verdicts import loads
+from tracking_store.client import open_existing
+from tracking_store.tables import local_artifact_dir
 
 COLUMNS = ["model", "method", "config", "seed", "benchmark", "problem", "value"]
 
@@ -87,21 +88,19 @@ def problem_frame(data, picks: pd.DataFrame, metric: str, benchmarks: list[str] 
     family = verdict_family(metric)
     if family is None or picks.empty:
         return None
-    from mlflow import MlflowClient
-
-    client = MlflowClient(data.tracking_uri)
     wanted = [(str(r), int(s)) for r, s in zip(picks["run_id"], picks["step"])]
     uris = dict(zip(data.trials["run_id"], data.trials["artifact_uri"])) if "artifact_uri" in data.trials else {}
-    found = fetch_verdicts(client, wanted, family, artifact_uris=uris)
-    parts = []
+    remote = any(local_artifact_dir(uris.get(run_id)) is None for run_id, _ in wanted)
+    found = fetch_verdicts(open_existing(data.tracking_uri) if remote else None, wanted, family, artifact_uris=uris)
+    columns: dict[str, list] = {c: [] for c in COLUMNS}
     for pick, key in zip(picks.itertuples(index=False), wanted):
-        verdicts = found.get(key)
-        if not verdicts:
-            continue
-        for bench, v in verdicts.items():
+        for bench, v in (found.get(key) or {}).items():
             if benchmarks is not None and bench not in benchmarks:
                 continue
-            parts.append(pd.DataFrame({"model": pick.model, "method": pick.method, "config": pick.config,
-                                       "seed": pick.seed, "benchmark": bench, "problem": v.ids,
-                                       "value": v.fractions}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+            n = len(v.ids)
+            for col, value in (("model", pick.model), ("method", pick.method), ("config", pick.config),
+                               ("seed", pick.seed), ("benchmark", bench)):
+                columns[col].extend([value] * n)
+            columns["problem"].extend(v.ids)
+            columns["value"].extend(v.fractions)
+    return pd.DataFrame(columns) if columns["value"] else pd.DataFrame(columns=COLUMNS)

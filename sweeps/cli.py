@@ -154,7 +154,8 @@ def run(
     from sweeps.interrupts import SweepInterrupted
     from sweeps.ray_cluster import ClusterUnavailable
     from sweeps.runner import RunOptions, run_sweep  # Ray and MLflow: not needed to check or list a spec
-    from sweeps.store import SweepAlreadyRunning, mask_uri
+    from tracking_store.lease import SweepAlreadyRunning
+    from tracking_store.uri import mask_uri
     from sweeps.tracking_writer import TrackingOutage
 
     def fail(message: str, code: int):
@@ -224,7 +225,8 @@ def status(
     The store is never created: a missing one is an error naming where it was looked for.
     """
     from sweeps.status import PLAIN_ROWS, StatusRow, plain_table, planned_from_store, recorded_trials
-    from sweeps.store import StoreMissing, mask_uri, resolve_uri
+    from tracking_store.client import StoreMissing
+    from tracking_store.uri import mask_uri, resolve_uri
     from contract.metrics import TRIAL_STEP, VAL_AVG
 
     is_spec = sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or bool(overrides) or smoke
@@ -278,7 +280,8 @@ def ui(
     A taken port exits 2 before anything starts. An http store (an `mlflow server`): its pages are
     printed, nothing is started.
     """
-    from sweeps.store import StoreMissing, is_server, mask_uri, require_store, resolve_uri
+    from tracking_store.client import StoreMissing, require_store
+    from tracking_store.uri import is_server, mask_uri, resolve_uri
     from sweeps.ui_server import open_page, port_taken, print_pages, serve, sweep_pages
 
     uri = resolve_uri(tracking_uri, run_dir)

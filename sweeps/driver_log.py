@@ -33,7 +33,7 @@ from ray.tune import Callback
 from sweeps.interrupts import InterruptGuard
 from sweeps.progress import LiveProgress
 from sweeps.spec import Trial
-from sweeps.store import mask_uri
+from tracking_store.uri import mask_uri
 from contract.run_layout import SweepLayout
 from sweeps.trial import trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking import SweepTracker

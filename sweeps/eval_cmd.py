@@ -134,11 +134,13 @@ def eval_cmd(
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
     import contextlib
 
-    from dashboards.store_uri import resolve_tracking_uri
+    from tracking_store.uri import resolve_uri
     from trial_eval.eval_run import evaluate_checkpoint, load_problems
     from sweeps.eval_targets import TargetError, eval_run_for, log_eval, resolve
     from sweeps.spec import SpecError
-    from sweeps.store import StoreMissing, SweepAlreadyRunning, mask_uri, open_client, require_store
+    from tracking_store.client import StoreMissing, open_client, require_store
+    from tracking_store.lease import SweepAlreadyRunning
+    from tracking_store.uri import mask_uri
     from sweeps.sweep_lock import SweepLock
 
     def say(line: str) -> None:
@@ -147,7 +149,7 @@ def eval_cmd(
     options = _options(benchmarks, samples, greedy, backend, max_new_tokens, temperature, top_p, prompt_format,
                        data_dir, files, limit, seed, batch_size, device, dtype, tp, base, unmarked)
     run_dir = run_dir.resolve()
-    uri = resolve_tracking_uri(tracking_uri, run_dir)
+    uri = resolve_uri(tracking_uri, run_dir)
     try:
         if not Path(target).is_dir():  # a sweep or a trial is looked up in a store that must exist
             require_store(uri)

@@ -6,7 +6,7 @@
   sweeps/ray_cluster.py), or ``address=`` to join an existing cluster; per-trial resources from
   the spec, checked against the cluster before any MLflow run is created.
 * One driver per sweep and run directory (sweeps/sweep_lock.py) and per tracking store (the lease on
-  the parent run, sweeps/store.py); a second one is refused.
+  the parent run, tracking_store/lease.py); a second one is refused.
 * Trials report through ``tune.report`` in batches (sweeps/trial.py; checkpoints included); the
   driver-side callback ``MlflowLogger`` (sweeps/driver_log.py) journals what they report and the
   tracking writer (sweeps/tracking_writer.py) is the only MLflow writer: trials never wait on MLflow,
@@ -42,7 +42,8 @@ from sweeps.progress import LiveProgress
 from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity, init_ray, local_capacity,
                                 local_temp_dir, prepare_environment)
 from sweeps.spec import SweepSpec
-from sweeps.store import default_uri, mask_uri, quiet_mlflow_environment, resolve_uri, store_lock
+from tracking_store.client import quiet_mlflow_environment, store_lock
+from tracking_store.uri import default_uri, mask_uri, resolve_uri
 from sweeps.sweep_lock import SweepLock
 from sweeps.trial import TRIAL_ID, checkpoint_candidates, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.tracking import SweepTracker

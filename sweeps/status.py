@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dashboards.recorded_spec import recorded_spec
-from dashboards.store_tables import RunRecord, experiment_id, experiment_names, read_runs
-from sweeps.store import StoreMissing, open_existing, require_store, sqlite_path, sweep_experiment, trial_runs, where
+from tracking_store.client import StoreMissing, open_existing, require_store, sweep_experiment
+from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs, trial_runs
+from tracking_store.uri import sqlite_path, where
 
 PLAIN_ROWS = 200
 """Above this many trials the table is printed as plain aligned text: rich measures and wraps every cell
@@ -31,7 +32,7 @@ class StatusRow:
 
 def recorded_trials(uri: str, sweep: str) -> tuple[dict[str, RunRecord], RunRecord | None, dict]:
     """The sweep's trial runs by trial id, its first parent run (None before one exists) and the spec
-    recorded on it ({} when none). A sqlite store's tables are read directly (dashboards/store_tables.py:
+    recorded on it ({} when none). A sqlite store's tables are read directly (tracking_store/tables.py:
     no MLflow import); any other store through MLflow. ``StoreMissing`` for no store or no such sweep."""
     db = sqlite_path(uri)
     if db is not None:

@@ -8,7 +8,7 @@ owner dies: a lock left by a killed driver is stale and is taken over, with a no
 dead owner. Beside it, ``<lock>.owner`` records the holder's pid, host and start time, which the
 refusal message shows. Two different sweeps hold different locks and run side by side.
 The lock guards the run directory's own files (Ray results, the tracking journal); the store's
-lease (sweeps/store.py) guards the sweep's MLflow runs across run directories and hosts.
+lease (tracking_store/lease.py) guards the sweep's MLflow runs across run directories and hosts.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from sweeps.store import SweepAlreadyRunning
+from tracking_store.lease import SweepAlreadyRunning
 
 
 class SweepLock:

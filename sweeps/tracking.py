@@ -41,14 +41,15 @@ import time
 from pathlib import Path
 
 from mlflow.entities import Metric, Param, RunTag
-from mlflow.tracking import MlflowClient
 
 from contract.metrics import TRIAL_STEP, verdicts_artifact
 from contract.run_layout import RunLayout
 from dashboards.recorded_spec import RESOLVED_SPEC, RESOLVED_SPEC_JSON, dump_resolved
 from sweeps.spec import REPO_ROOT, SpecError, SweepSpec, Trial
 from sweeps.trial_params import logged_params
-from sweeps.store import DriverLease, is_server
+from tracking_store.client import open_client
+from tracking_store.lease import DriverLease
+from tracking_store.uri import is_server
 from sweeps.ui_views import KIND_TAG, MODEL_TRAINING, experiment_tags  # noqa: F401 (KIND_TAG...: re-exported)
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
@@ -65,7 +66,7 @@ class SweepTracker:
 
     def __init__(self, spec: SweepSpec, tracking_uri: str, run_dir: Path):
         self.spec = spec
-        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.client = open_client(tracking_uri)
         self.tracking_uri = tracking_uri
         exp = self.client.get_experiment_by_name(spec.name)
         if exp is None:

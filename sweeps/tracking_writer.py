@@ -15,7 +15,7 @@ steps the store already has and writes whole steps per transaction), then moves 
 journal is emptied. Every operation is idempotent, so a driver killed between a write and the offset update
 replays it harmlessly: a re-run of the sweep replays the journal before any trial starts (each step once).
 
-Outages: a transient store error (sweeps/store.py ``is_transient``) is retried with backoff, forever, while
+Outages: a transient store error (tracking_store/client.py ``is_transient``) is retried with backoff, forever, while
 trials go on. The writer says ``tracking store unreachable since T; N steps held; retrying`` once (and every 5
 minutes), and ``tracking store reachable again after Ds; writing N held steps`` on recovery. An outage longer
 than ``outage_limit_s`` becomes ``TrackingOutage`` (exit 75) in the driver's loop: the sweep ends as an
@@ -33,7 +33,9 @@ from typing import Callable
 
 from contract.run_layout import SweepLayout
 from sweeps.interrupts import RESUME_HINT
-from sweeps.store import LEASE_HEARTBEAT_S, is_transient, where
+from tracking_store.client import is_transient
+from tracking_store.lease import LEASE_HEARTBEAT_S
+from tracking_store.uri import where
 
 ROUND_S = 1.0  # the writer's idle tick (heartbeat, retries); it wakes at once when something is journaled
 CHUNK_BYTES = 4 << 20  # the most journal read into memory at once

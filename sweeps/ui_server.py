@@ -26,15 +26,9 @@ import typer
 
 from contract.env import MLFLOW_SERVER_JOBS
 from contract.run_layout import RunLayout
-from sweeps.store import (
-    curves_page_url,
-    grid_page_url,
-    mask_uri,
-    open_client,
-    run_page_url,
-    runs_page_url,
-    sweep_experiment,
-)
+from sweeps.ui_pages import curves_page_url, grid_page_url, run_page_url, runs_page_url
+from tracking_store.client import open_client, sweep_experiment
+from tracking_store.uri import mask_uri
 
 PROGRESS_EVERY_S = 30.0  # a "still starting" line this often while the server does not answer
 TAIL_LINES = 12  # of the log, shown when the server exits before it answers

@@ -2,7 +2,7 @@
 
     tags = experiment_tags(spec, existing_tags)    # written by SweepTracker whenever the sweep runs
 
-A saved view is an experiment tag ``mlflow.sharedViewState.<id>`` (sweeps/store.py: VIEW_TAG,
+A saved view is an experiment tag ``mlflow.sharedViewState.<id>`` (sweeps/ui_pages.py: VIEW_TAG,
 CURVES_VIEW_TAG), listed in the runs page's "Views" menu (newest ``createdAt`` first) and opened by
 the URL's ``viewStateShareKey=<id>`` (store.py: runs_page_url, curves_page_url). Two per sweep:
 
@@ -55,7 +55,7 @@ from contract.metrics import (
     val_metrics,
 )
 from sweeps.spec import SweepSpec
-from sweeps.store import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, GRID_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
+from sweeps.ui_pages import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, GRID_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
 
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
 VIEW_NAME = "Sweep trials"

@@ -104,7 +104,7 @@ def test_a_path_that_is_not_that_directory_is_refused(of, path):
 
 def test_the_helpers_that_go_through_it_give_the_paths_they_gave_before(tmp_path):
     """What the driver, the trial workers and the commands used to spell by hand, byte for byte."""
-    from dashboards.store_uri import default_tracking_uri
+    from tracking_store.uri import default_uri
     from sweeps.tracking_writer import journal_path
 
     scratch = tmp_path / "runs" / "grid" / "scratch"
@@ -112,11 +112,11 @@ def test_the_helpers_that_go_through_it_give_the_paths_they_gave_before(tmp_path
     assert SweepLayout.of_scratch(scratch).stall_marker("grpo.s0") == scratch / "grpo.s0.stalled"
     assert SweepLayout.of_scratch(scratch).note("grpo.s0") == scratch / "grpo.s0.note"
     assert journal_path(scratch.parent, URI) == scratch.parent / "tracking" / f"journal-{DIGEST}.jsonl"
-    assert default_tracking_uri(tmp_path / "runs") == f"sqlite:///{(tmp_path / 'runs' / 'mlflow.db').resolve()}"
+    assert default_uri(tmp_path / "runs") == f"sqlite:///{(tmp_path / 'runs' / 'mlflow.db').resolve()}"
 
 
 def test_the_store_lock_lives_beside_the_sqlite_file(tmp_path):
-    from sweeps.store import store_lock
+    from tracking_store.client import store_lock
 
     lock = store_lock(f"sqlite:///{tmp_path / 'elsewhere' / 'mlflow.db'}")
     assert Path(lock.lock_file) == (tmp_path / "elsewhere" / ".locks" / "mlflow-store.lock").resolve()

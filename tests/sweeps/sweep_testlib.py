@@ -117,10 +117,10 @@ def client_for(run_dir: Path) -> MlflowClient:
     """A client of ``run_dir``'s sqlite store, opened (MLflow opens it in the constructor, creating a
     missing file) under the drivers' store lock: a test polling a driver that is creating the store
     would otherwise run MLflow's schema migration beside it (a CI run's sweep never got past it)."""
-    from sweeps.store import open_client
-    from sweeps.store import default_uri as default_tracking_uri
+    from tracking_store.client import open_client
+    from tracking_store.uri import default_uri
 
-    return open_client(default_tracking_uri(run_dir))
+    return open_client(default_uri(run_dir))
 
 
 def store_ready(run_dir: Path) -> bool:
@@ -128,10 +128,10 @@ def store_ready(run_dir: Path) -> bool:
 
     The file appears when a driver starts creating the tables; under the lock, an existing file is a
     complete store."""
-    from sweeps.store import store_lock
-    from sweeps.store import default_uri as default_tracking_uri
+    from tracking_store.client import store_lock
+    from tracking_store.uri import default_uri
 
-    with store_lock(default_tracking_uri(run_dir)):
+    with store_lock(default_uri(run_dir)):
         return (run_dir / "mlflow.db").exists()
 
 

@@ -26,7 +26,7 @@ from sweeps.trial import checkpoint_candidates
 from sweeps.spec import SpecError, load_spec
 from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
 from sweeps.trial import STEP_FILE, run_trial, trial_payload
-from sweeps.store import default_uri as default_tracking_uri
+from tracking_store.uri import default_uri as default_uri
 from sweeps.tracking import SweepTracker
 from sweep_testlib import REPO, kill_ray_processes, short_ray_dir, write_spec
 
@@ -45,7 +45,7 @@ def test_everything_tune_serialises_pickles_with_live_progress_and_tracker(spec,
     run_dir.mkdir()
     state = DriverState(by_id={t.trial_id: t for t in spec.trials},
                         progress=LiveProgress(spec.name, spec.trials, {}, console=Console(file=io.StringIO())))
-    state.tracker = SweepTracker(spec, default_tracking_uri(run_dir), run_dir)
+    state.tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
     logger = MlflowLogger(state)
     payloads = [trial_payload(t, [], tmp_path, 1.0, 60.0) for t in spec.trials]
     with state.progress:  # the Live table is running, as during tuner.fit()
@@ -94,7 +94,7 @@ class _DiesOnSecondBatch(MlflowClient):
 def test_a_flush_interrupted_between_batches_leaves_whole_steps_and_resume_logs_each_key_once(spec, tmp_path):
     run_dir = tmp_path / "runs"
     run_dir.mkdir()
-    uri = default_tracking_uri(run_dir)
+    uri = default_uri(run_dir)
     trial = spec.trials[0]
     tracker = SweepTracker(spec, uri, run_dir)
     _DiesOnSecondBatch.calls = 0
@@ -152,9 +152,9 @@ def test_a_reader_opens_a_store_only_once_its_creator_is_done(tmp_path):
     file: opened half-way, MLflow would run its schema migration a second time at once."""
     import threading
 
-    from sweeps.store import open_client, store_lock
+    from tracking_store.client import open_client, store_lock
 
-    uri = default_tracking_uri(tmp_path)
+    uri = default_uri(tmp_path)
     opened = []
     with store_lock(uri):  # a driver creating the store
         reader = threading.Thread(target=lambda: opened.append(open_client(uri)))

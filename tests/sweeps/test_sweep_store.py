@@ -12,8 +12,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from sweeps.spec import load_spec
-from sweeps.store import (LEASE_TAG, DriverLease, StoreMissing, SweepAlreadyRunning, default_uri, is_transient,
-                          mask_uri, open_existing)
+from tracking_store.client import StoreMissing, is_transient, open_existing
+from tracking_store.lease import DriverLease, LEASE_TAG, SweepAlreadyRunning
+from tracking_store.uri import default_uri, mask_uri
 from sweeps.tracking import SweepTracker
 from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
 from sweep_testlib import steps_of, write_spec
@@ -63,7 +64,7 @@ def test_a_second_driver_anywhere_is_refused_and_a_stale_lease_is_taken_over(spe
         other.acquire()
     held = json.loads(tracker.client.get_run(tracker.parent_id).data.tags[LEASE_TAG])
     assert held["token"] == tracker.lease.me["token"]  # the refused driver changed nothing
-    monkeypatch.setattr("sweeps.store.LEASE_STALE_S", 0.0)  # the holder stopped renewing (a dead host)
+    monkeypatch.setattr("tracking_store.lease.LEASE_STALE_S", 0.0)  # the holder stopped renewing (a dead host)
     assert "taking over the lease" in other.acquire()
     with pytest.raises(SweepAlreadyRunning, match="taken over"):
         tracker.lease.heartbeat()  # the first driver learns it at its next heartbeat and stops

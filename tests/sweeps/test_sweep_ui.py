@@ -54,7 +54,7 @@ from contract.metrics import (
 from dashboards.report import NOTE_TAG, ReportConfig, report_from_mlflow
 from sweeps.cli import app
 from sweeps.spec import load_spec
-from sweeps.store import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
+from sweeps.ui_pages import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
 from sweeps.tracking import KIND_TAG, MODEL_TRAINING, SweepTracker
 from sweeps.ui_server import answers
 from sweeps.ui_views import MAX_TAG_VALUE, view_state, view_tag

@@ -19,7 +19,7 @@ import pytest
 from sweep_testlib import subprocess_env, sweep_exe
 from test_sweep_ui import free_port, stop_group
 
-from sweeps.store import open_client
+from tracking_store.client import open_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -1,4 +1,4 @@
-"""dashboards/store_tables.py: a sqlite store's runs read from its tables equal MLflow's own search_runs."""
+"""tracking_store/tables.py: a sqlite store's runs read from its tables equal MLflow's own search_runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.store_tables import RunRecord, experiment_id, experiment_names, local_artifact_dir, read_runs
+from tracking_store.tables import RunRecord, experiment_id, experiment_names, local_artifact_dir, read_runs
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_local_artifact_dir():
 
 
 def test_a_file_that_is_no_store_is_named(tmp_path):
-    from dashboards.store_tables import UnreadableStore
+    from tracking_store.tables import UnreadableStore
 
     empty = tmp_path / "mlflow.db"
     con = sqlite3.connect(empty)

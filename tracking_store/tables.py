@@ -1,10 +1,11 @@
 """A sweep's runs read straight from MLflow's tables of a sqlite store: what `sweep status` and `sweep report` list.
 
-    db = sqlite_path(uri)                              # dashboards/store_uri.py; None: not a sqlite store
+    db = sqlite_path(uri)                              # tracking_store/uri.py; None: not a sqlite store
     exp_id = experiment_id(db, "dhpo_vs_baselines")    # None when no active experiment has that name
     trials = read_runs(db, exp_id, role="trial")       # [RunRecord(run_id, status, tags, params, metrics, ...)]
     parent = read_runs(db, exp_id, role="parent", params=False)
     records = [RunRecord.of(run) for run in client.search_runs(...)]   # any other store, through MLflow
+    by_id = trial_runs(records)                        # trial id -> record; RuntimeError for a trial run twice
 
 MLflow's ``search_runs`` builds an ORM object per run, tag, param and latest metric: ~10 s for 2,000 trial
 runs on a 2-core machine, plus 2-6 s to import MLflow and open the store. Four indexed queries on the file
@@ -12,7 +13,7 @@ runs on a 2-core machine, plus 2-6 s to import MLflow and open the store. Four i
 written) are MLflow's tables ``experiments(experiment_id, name, lifecycle_stage)``, ``runs(run_uuid, name,
 status, start_time, artifact_uri, experiment_id, lifecycle_stage)`` and ``tags``/``params``/``latest_metrics``
 ``(key, value, run_uuid)`` (``latest_metrics.is_nan``): only active runs, as ``search_runs`` returns them.
-tests/dashboards/test_store_tables.py keeps the two paths equal on a store MLflow itself wrote.
+tests/tracking_store/test_tables.py keeps the two paths equal on a store MLflow itself wrote.
 """
 
 from __future__ import annotations
@@ -114,3 +115,18 @@ def local_artifact_dir(artifact_uri: str | None) -> Path | None:
     if parsed.scheme not in ("", "file") or (parsed.scheme == "file" and parsed.netloc not in ("", "localhost")):
         return None
     return Path(unquote(parsed.path))
+
+
+def trial_runs(runs: list[RunRecord]) -> dict[str, RunRecord]:
+    """trial id -> its run (``RunRecord``s); ``RuntimeError`` naming them when one
+    trial has several runs (a report would otherwise pick one silently)."""
+    by_id: dict[str, list] = {}
+    for r in runs:
+        by_id.setdefault(r.tags.get("trial_id", r.run_name), []).append(r)
+    duplicated = {tid: rs for tid, rs in by_id.items() if len(rs) > 1}
+    if duplicated:
+        tid, rs = next(iter(duplicated.items()))
+        raise RuntimeError(f"{len(duplicated)} trial(s) have several runs in this experiment, e.g. {tid!r}: "
+                           f"{', '.join(r.run_id for r in rs)}; delete the extra runs (mlflow runs delete "
+                           "--run-id ...) so every trial has one")
+    return {tid: rs[0] for tid, rs in by_id.items()}
