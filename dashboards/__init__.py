@@ -10,7 +10,7 @@ report (HTML + artifacts; report_config: ReportConfig, no pandas), terminal_tabl
 synthetic (test/bench stores).
 """
 
-import os as _os
+from contract.env import MLFLOW_TELEMETRY_OFF as _TELEMETRY_OFF
 
 # MLflow's telemetry writes ~/.config/mlflow; nothing of ours may be written outside the working dir.
-_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+_TELEMETRY_OFF.set_default("true")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -50,8 +49,8 @@ def recorded_spec(client, run_id: str, artifact_uri: str | None = None) -> dict:
             if (local / artifact).is_file():
                 return _parsed(artifact, (local / artifact).read_text(encoding="utf-8"))
         return {}
-    bar = os.environ.get(MLFLOW_ARTIFACTS_PROGRESS.name)
-    os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = "false"  # one small file: no progress bar on the terminal
+    bar = MLFLOW_ARTIFACTS_PROGRESS.raw()
+    MLFLOW_ARTIFACTS_PROGRESS.set("false")  # one small file: no progress bar on the terminal
     try:
         with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix=".sweep-spec-") as tmp:
             for artifact in (RESOLVED_SPEC_JSON, RESOLVED_SPEC):
@@ -63,9 +62,9 @@ def recorded_spec(client, run_id: str, artifact_uri: str | None = None) -> dict:
             return {}
     finally:
         if bar is None:
-            os.environ.pop(MLFLOW_ARTIFACTS_PROGRESS.name, None)
+            MLFLOW_ARTIFACTS_PROGRESS.unset()
         else:
-            os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = bar
+            MLFLOW_ARTIFACTS_PROGRESS.set(bar)
 
 
 def recorded_report_section(recorded: dict) -> tuple[dict | None, bool]:

@@ -28,13 +28,13 @@ Contract:
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from contract.env import MPLCONFIGDIR
 from dashboards.curves import STAT_COLUMNS, X_LABEL, FigureSpec, is_evaluation
 
 STATIC_FORMATS = ("png", "pdf", "svg")
@@ -58,16 +58,16 @@ def import_matplotlib(config_dir: Path) -> ModuleType:
     """Import matplotlib (and its font manager, which builds or reads the font cache) with
     MPLCONFIGDIR = `config_dir` unless MPLCONFIGDIR is already set; the environment is restored
     afterwards (matplotlib caches both directories on first use). Returns the matplotlib module."""
-    set_here = "MPLCONFIGDIR" not in os.environ and "matplotlib.font_manager" not in sys.modules
+    set_here = not MPLCONFIGDIR.is_set() and "matplotlib.font_manager" not in sys.modules
     if set_here:
         config_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["MPLCONFIGDIR"] = str(config_dir.resolve())
+        MPLCONFIGDIR.set(config_dir.resolve())
     try:
         import matplotlib
         import matplotlib.font_manager  # noqa: F401  (the font cache: under MPLCONFIGDIR)
     finally:
         if set_here:
-            del os.environ["MPLCONFIGDIR"]
+            MPLCONFIGDIR.unset()
     return matplotlib
 
 

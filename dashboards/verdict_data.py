@@ -14,7 +14,6 @@ cells are left to the tests over seeds. Artifacts are fetched in parallel, each 
 
 from __future__ import annotations
 
-import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -63,7 +62,7 @@ def fetch_verdicts(client, wanted: list[tuple[str, int]], family: str, workers: 
     ``artifact_uris`` entry is a local directory is read there, without a download."""
     artifact_uris = artifact_uris or {}
     if not MLFLOW_ARTIFACTS_PROGRESS.is_set():
-        os.environ[MLFLOW_ARTIFACTS_PROGRESS.name] = "false"
+        MLFLOW_ARTIFACTS_PROGRESS.set("false")
     out: dict[tuple[str, int], dict] = {}
     with tempfile.TemporaryDirectory(prefix="verdicts-") as scratch:
         def one(pair):

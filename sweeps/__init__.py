@@ -1,6 +1,6 @@
 """Sweeps: spec loading/validation/expansion, the Ray Tune runner, MLflow tracking, the `sweep` CLI."""
 
-import os as _os
+from contract.env import MLFLOW_TELEMETRY_OFF as _TELEMETRY_OFF
 
 # MLflow's telemetry writes ~/.config/mlflow; nothing of ours may be written outside the working dir.
-_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+_TELEMETRY_OFF.set_default("true")

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from contract.env import MLFLOW_ARTIFACTS_PROGRESS
 from contract.errors import InputError
 from contract.metrics import EVAL_PROTOCOL_TAG, eval_artifacts, verdicts_artifact
 from contract.run_layout import STEP_FILE, TRIAL_FILE, RunLayout
@@ -84,13 +85,11 @@ def trial_target(client, run, run_dir: Path, sweep: str) -> EvalTarget | str:
 
 def _logged_config(client, run, run_dir: Path):
     """The trial config the sweep logged with the run (checkpoints from before trial.json), or None."""
-    import os
-
     import yaml
 
     from trainers.config import TrialConfig
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    MLFLOW_ARTIFACTS_PROGRESS.set_default("false")
     out = RunLayout(run_dir).eval_download(run.info.run_id)
     out.mkdir(parents=True, exist_ok=True)
     try:

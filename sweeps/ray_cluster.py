@@ -26,7 +26,12 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.env import RAY_AUTH_MODE, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH
+from contract.env import (
+    CUDA_VISIBLE_DEVICES, HF_HOME, HF_HUB_OFFLINE, HF_HUB_PROGRESS_OFF, MPLCONFIGDIR, RAY_AIR_NEW_OUTPUT, RAY_AUTH_MODE,
+    RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_CHDIR_TO_TRIAL_DIR, RAY_DEDUP_LOGS, RAY_TMPDIR, RAY_USAGE_STATS,
+    TORCHINDUCTOR_CACHE_DIR, TRANSFORMERS_VERBOSITY, TRITON_CACHE_DIR, TUNE_AUTO_LOGGERS_OFF, TUNE_CHECKPOINT_SYNC_WARNING,
+    TUNE_SIGINT_HANDLER_OFF, TUNE_STRICT_METRICS_OFF,
+)
 from contract.run_layout import RunLayout
 from sweeps.spec_errors import SpecError
 
@@ -50,7 +55,7 @@ def check_cluster(address: str) -> str:
         raise SpecError(RAY_CLIENT_REFUSAL.format(address=address))
     token_given = bool(RAY_AUTH_TOKEN.get() or RAY_AUTH_TOKEN_PATH.get())
     if token_given and not RAY_AUTH_MODE.get():
-        os.environ[RAY_AUTH_MODE.name] = "token"
+        RAY_AUTH_MODE.set("token")
     _refresh_auth_config()
     from ray._private.services import canonicalize_bootstrap_address
 
@@ -103,27 +108,25 @@ def _refresh_auth_config() -> None:
 
 def prepare_environment(run_dir: Path) -> None:
     """Keep every write inside the run directory and silence Ray's extras."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    for var, value in ((RAY_USAGE_STATS, "0"), (TUNE_STRICT_METRICS_OFF, "1"), (RAY_CHDIR_TO_TRIAL_DIR, "0"),
+                       (TUNE_CHECKPOINT_SYNC_WARNING, "0"), (RAY_AIR_NEW_OUTPUT, "0"), (RAY_DEDUP_LOGS, "0")):
+        var.set_default(value)
     # Ctrl-C / SIGTERM are the driver's (sweeps/interrupts.py): Tune's own handler would end the run
     # "gracefully" as if it had finished and print a Tuner.restore hint that is not how users resume.
-    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    TUNE_SIGINT_HANDLER_OFF.set("1")
     # MLflow is the record: no Tune CSV/JSON/TensorBoard files per trial (driver CPU on every result,
     # and Tune reads them all back at the end); Tune's "could not fetch metrics" warning is silenced below.
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    TUNE_AUTO_LOGGERS_OFF.set_default("1")
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
-    os.environ.setdefault("HF_HOME", str(RunLayout(run_dir).cache("huggingface").resolve()))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("MPLCONFIGDIR", str(RunLayout(run_dir).cache("matplotlib").resolve()))
+    cache = RunLayout(run_dir).cache
+    HF_HOME.set_default(cache("huggingface").resolve())
+    HF_HUB_OFFLINE.set_default("1")
+    HF_HUB_PROGRESS_OFF.set_default("1")
+    TRANSFORMERS_VERBOSITY.set_default("error")
+    MPLCONFIGDIR.set_default(cache("matplotlib").resolve())
     # torch's compile caches default to $TMPDIR/torchinductor_$USER (made when torch looks there)
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(RunLayout(run_dir).cache("torchinductor").resolve()))
-    os.environ.setdefault("TRITON_CACHE_DIR", str(RunLayout(run_dir).cache("triton").resolve()))
+    TORCHINDUCTOR_CACHE_DIR.set_default(cache("torchinductor").resolve())
+    TRITON_CACHE_DIR.set_default(cache("triton").resolve())
 
 
 @dataclass(frozen=True)
@@ -216,21 +219,21 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
         return
     temp = local_temp_dir(run_dir, temp_dir)
     temp.mkdir(parents=True, exist_ok=True)
-    os.environ["RAY_TMPDIR"] = str(temp)  # Ray's address file, instead of /tmp/ray
+    RAY_TMPDIR.set(temp)  # Ray's address file, instead of /tmp/ray
     enable_local_token_auth()
     warn_if_metrics_exporters()
     capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs of a backend's CPU platform (sweeps/placement.py)
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    before = CUDA_VISIBLE_DEVICES.raw()
     if gpu_ids is not None:  # the node's processes inherit it from ray.init's subprocesses
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids
+        CUDA_VISIBLE_DEVICES.set(gpu_ids)
     try:
         ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus),
                  _temp_dir=str(temp), include_dashboard=False, log_to_driver=False, configure_logging=False)
     finally:
         if gpu_ids is not None and before is None:
-            del os.environ["CUDA_VISIBLE_DEVICES"]
+            CUDA_VISIBLE_DEVICES.unset()
         elif gpu_ids is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = before
+            CUDA_VISIBLE_DEVICES.set(before)
 
 
 def warn_if_metrics_exporters() -> None:
@@ -265,7 +268,7 @@ def enable_local_token_auth() -> None:
         logging.getLogger(__name__).warning(
             "RAY_AUTH_MODE=disabled: the local Ray cluster accepts unauthenticated connections on all interfaces")
         return
-    os.environ[RAY_AUTH_MODE.name] = "token"
+    RAY_AUTH_MODE.set("token")
     if not (RAY_AUTH_TOKEN.get() or RAY_AUTH_TOKEN_PATH.get()):
-        os.environ[RAY_AUTH_TOKEN.name] = secrets.token_hex(32)
+        RAY_AUTH_TOKEN.set(secrets.token_hex(32))
     _refresh_auth_config()  # it caches the token too (a later sweep in this process)

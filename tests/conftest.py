@@ -41,7 +41,7 @@ def _alive(pid: int) -> bool:
 # The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
 # of work, given whole to the next free worker (module fixtures are built once); the slow end-to-end
 # files form two lanes of about equal length that run side by side, each file in the order listed.
-# Seconds: the whole suite's `--durations=60` (two workers, 2 cores, 2026-11-27, at 7179fcb).
+# Seconds: the whole suite's `--durations=60` on two workers and 2 cores (docs/testing.md has the run).
 SLOW_LANES = {
     "lane-verl": (  # verl main_ppo on the CPU, the fresh-clone main command, the benchmarks: CPU-bound
         "test_sweep_verl_e2e.py",          # ~180 s

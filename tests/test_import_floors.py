@@ -3,7 +3,8 @@ each other in a loop.
 
 The floors, low to high (a package may import any package below it, never one above):
 
-    contract     metric names, errors, did-you-mean (imports no package of the platform)
+    contract     metric names, errors, did-you-mean, environment variables (imports no package of the platform)
+    tracking_store  the MLflow store: URIs, clients, the driver lease, a sqlite store's tables
     policy       loading and sampling a policy (the lean Qwen3 forward, lean checkpoints)
     evaluators   tasks, verifier, rewards, benchmarks, generation, scoring, the eval protocol
     trainers     the trainer backends (local, verl) and the objectives
@@ -25,7 +26,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FLOORS = ["contract", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps"]
+FLOORS = ["contract", "tracking_store", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps"]
 LEVEL = {package: i for i, package in enumerate(FLOORS)}
 
 

@@ -12,10 +12,10 @@ Transient store errors (a server restarting, unreachable, a busy database) are t
 from __future__ import annotations
 
 import contextlib
-import os
 
 from filelock import FileLock
 
+from contract.env import MLFLOW_HTTP_BACKOFF, MLFLOW_HTTP_RETRIES, MLFLOW_HTTP_TIMEOUT, MLFLOW_QUIET_URLS
 from contract.run_layout import RunLayout
 from tracking_store.uri import sqlite_path, where
 
@@ -28,10 +28,10 @@ def quiet_mlflow_environment() -> None:
     """What every process of ours sets before it talks to MLflow: no 'View run ... at' line per run on stdout
     (an http store prints one per finished run), and an http retry budget of seconds instead of ~4 minutes, so
     an outage is noticed (and said) at once; the tracking writer keeps retrying on its own."""
-    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    MLFLOW_QUIET_URLS.set_default("true")
+    MLFLOW_HTTP_RETRIES.set_default("2")
+    MLFLOW_HTTP_BACKOFF.set_default("1")
+    MLFLOW_HTTP_TIMEOUT.set_default("30")
 
 
 def store_lock(tracking_uri: str):

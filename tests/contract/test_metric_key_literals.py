@@ -9,7 +9,7 @@ from pathlib import Path
 from contract.metrics import ACTOR, EVAL, LAST, PERF, RESPONSE_LENGTH, REWARD, TRIAL, VAL
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("contract", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps")
+PACKAGES = ("contract", "tracking_store", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps")
 NAMESPACES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL, TRIAL, LAST)
 
 

@@ -26,6 +26,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from contract.env import (
+    HF_HUB_OFFLINE, PYTHONPATH, RAY_USAGE_STATS, TOKENIZERS_PARALLELISM, TRANSFORMERS_OFFLINE, VERL_EXTERNAL_MODULES,
+    VERL_PLATFORM,
+)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MIN_LOGICAL_CPUS = 8
 """Ray CPUs verl's actors ask for on this path: TaskRunner 1, the worker's placement-group bundle 3
@@ -42,17 +47,17 @@ def cpu_runtime(num_trial_cpus_hint: int = 16) -> tuple[dict[str, str], list[str
     """
     if num_trial_cpus_hint < MIN_LOGICAL_CPUS:
         raise ValueError(f"num_trial_cpus_hint: at least {MIN_LOGICAL_CPUS} logical CPUs, got {num_trial_cpus_hint}")
-    pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), PYTHONPATH.raw() or "") if p)
     env = {
         # every verl process (driver, TaskRunner, workers) imports the CPU platform, gloo process
         # groups, the CPU FSDP engine registration, the zoo_hf rollout and our zoo_* losses
-        "VERL_USE_EXTERNAL_MODULES": "trainers.verl_backend.cpu",
-        "VERL_PLATFORM": "cpu",
-        "PYTHONPATH": pythonpath,  # Ray workers must import trainers.*
-        "TOKENIZERS_PARALLELISM": "false",
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
+        VERL_EXTERNAL_MODULES.name: "trainers.verl_backend.cpu",
+        VERL_PLATFORM.name: "cpu",
+        PYTHONPATH.name: pythonpath,  # Ray workers must import trainers.*
+        TOKENIZERS_PARALLELISM.name: "false",
+        RAY_USAGE_STATS.name: "0",
+        HF_HUB_OFFLINE.name: "1",
+        TRANSFORMERS_OFFLINE.name: "1",
     }
     overrides = [
         # legacy RayPPOTrainer: the v1 TaskRunner imports TransferQueue and forces

@@ -47,6 +47,8 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
+from contract.env import RANK
+
 NAME = "zoo_hf"
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
@@ -266,7 +268,7 @@ class ZooHFServerAdapter(BaseRollout):
 
     def __init__(self, config, model_config, device_mesh, replica_rank: int = -1, *args, **kwargs):
         super().__init__(config, model_config, device_mesh)
-        rank = int(os.environ.get("RANK", "0"))
+        rank = RANK.get()
         world = self.config.tensor_model_parallel_size * self.config.data_parallel_size * self.config.pipeline_model_parallel_size
         self.replica_rank = rank // world if replica_rank == -1 else replica_rank
         self.rollout_rank = rank % world

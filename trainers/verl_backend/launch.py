@@ -24,15 +24,18 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contract.env import GPU_MEMORY_FRACTION
+from contract.env import (
+    CUDA_VISIBLE_DEVICES, GPU_MEMORY_FRACTION, HF_DATASETS_CACHE, HF_HOME, PYTHONPATH, TMPDIR, TORCHINDUCTOR_CACHE_DIR,
+    VERL_FILE_LOGGER_PATH, XDG_CACHE_HOME,
+)
 from contract.errors import ConfigError
 from contract.run_layout import RunLayout
 from trainers.config import TrialConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables that must reach verl's Ray workers (not only its driver) when they are set.
-WORKER_ENV_PREFIXES = ("VERL_", "ZOO_VERL_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "PYTHONPATH", "TMPDIR",
-                       "XDG_CACHE_HOME", "TORCHINDUCTOR_CACHE_DIR")
+WORKER_ENV_PREFIXES = ("VERL_", "ZOO_VERL_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", PYTHONPATH.name, TMPDIR.name,
+                       XDG_CACHE_HOME.name, TORCHINDUCTOR_CACHE_DIR.name)
 # ... of which these are forwarded from the launching process's own environment too (e.g.
 # ZOO_VERL_RECORD_PARAMS set where `sweep run` was started, which the sweep passes on to its trial
 # workers): our and verl's switches only, never credentials such as HF_TOKEN (the command is
@@ -177,15 +180,15 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
         if ray_address:  # joining a cluster: its resources are fixed, verl may not declare any
             platform = [o for o in platform if not o.lstrip("+").startswith(("ray_kwargs.ray_init.num_"))]
     cache = cache_root(cfg)
-    env.setdefault("HF_HOME", str(cache / "hf"))
-    env.setdefault("HF_DATASETS_CACHE", str(cache / "hf" / "datasets"))
+    env.setdefault(HF_HOME.name, str(cache / "hf"))
+    env.setdefault(HF_DATASETS_CACHE.name, str(cache / "hf" / "datasets"))
     # verl's lock files, torch's and Python's temp files stay under the cache, not /tmp (a short
     # path: Python puts Unix sockets in TMPDIR too)
-    env["TMPDIR"] = str(cache / "tmp")
-    env.setdefault("XDG_CACHE_HOME", str(cache / "xdg"))
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env["VERL_FILE_LOGGER_PATH"] = str(metrics_file)
+    env[TMPDIR.name] = str(cache / "tmp")
+    env.setdefault(XDG_CACHE_HOME.name, str(cache / "xdg"))
+    env.setdefault(TORCHINDUCTOR_CACHE_DIR.name, str(cache / "inductor"))
+    env[PYTHONPATH.name] = os.pathsep.join(p for p in (str(REPO_ROOT), PYTHONPATH.raw() or "") if p)
+    env[VERL_FILE_LOGGER_PATH.name] = str(metrics_file)
     overrides = translate.trial_overrides(cfg, inputs.model_path, inputs.train_files, inputs.val_files,
                                           platform_overrides=platform)
     overrides += translate.runtime_overrides(
@@ -194,10 +197,10 @@ def build_launch(cfg: TrialConfig, inputs: Inputs, *, checkpoint_dir: Path, resu
     packed = cfg.verl.gpu_share < 1 and not uses_cpu(cfg)  # this trial's share of its node's one GPU
     if packed:
         env[GPU_MEMORY_FRACTION.name] = f"{cfg.verl.gpu_share:g}"  # a ZOO_VERL_ switch: forwarded to the workers
-        env["CUDA_VISIBLE_DEVICES"] = packed_device(node_gpus) if node_gpus is not None else "<node-gpu>"
+        env[CUDA_VISIBLE_DEVICES.name] = packed_device(node_gpus) if node_gpus is not None else "<node-gpu>"
     job_env = forwarded_env(env)
     if packed:
-        job_env["CUDA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"]
+        job_env[CUDA_VISIBLE_DEVICES.name] = env[CUDA_VISIBLE_DEVICES.name]
     overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={translate.hydra_value(v)}"
                   for k, v in sorted(job_env.items())]
     return Launch([sys.executable, "-m", "verl.trainer.main_ppo", *overrides], env)

@@ -34,8 +34,8 @@ Limits: the concurrency limit counts the cluster's total GPUs; a trial whose nod
 
 from __future__ import annotations
 
-import os
 
+from contract.env import CUDA_VISIBLE_DEVICES
 from contract.errors import ConfigError
 from trainers.backends import Placement
 
@@ -146,7 +146,7 @@ def gpu_ids(visible: str | None) -> list[str]:
 
 def local_gpu_ids() -> list[str]:
     """The GPU id(s) this machine shows: CUDA_VISIBLE_DEVICES's entries, else '0'."""
-    return gpu_ids(os.environ.get("CUDA_VISIBLE_DEVICES")) or ["0"]
+    return gpu_ids(CUDA_VISIBLE_DEVICES.raw()) or ["0"]
 
 
 def smoke_overrides(resources) -> list[str]:

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from contract.env import CUDA_VISIBLE_DEVICES, TMPDIR
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged
 from trainers.config import TrialConfig
 from trainers.verl_backend.launch import build_launch, prepare_inputs, uses_cpu
@@ -176,8 +177,8 @@ def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
     launch = build_launch(config, inputs, checkpoint_dir=checkpoint_dir, resume_path=resume_path,
                           metrics_file=attempt / "metrics.jsonl", namespace=f"verl-{storage.name}-{attempt.name}-{job}",
                           ray_address=address, experiment=storage.name,
-                          node_gpus=os.environ.get("CUDA_VISIBLE_DEVICES", ""))
-    Path(launch.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+                          node_gpus=CUDA_VISIBLE_DEVICES.raw() or "")
+    Path(launch.env[TMPDIR.name]).mkdir(parents=True, exist_ok=True)
     (attempt / "command.sh").write_text(launch.shell() + "\n")
     log(f"verl main_ppo: {attempt / 'command.sh'} (log: {attempt / 'main_ppo.log'})")
     benchmarks = list(config.data.benchmarks)

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contract.env import FORWARD_ENTROPY
+from contract.env import FORWARD_ENTROPY, VERL_EXTERNAL_MODULES
 from trainers.objectives import AGG_MODES, get_objective
 from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
@@ -207,7 +207,7 @@ def trial_env(cfg: Any) -> dict[str, str]:
     forwarding for dhpo mixing='entropy', then cfg.verl.extra_env. The CPU platform's env
     (cpu_runtime) adds its own module: merge with merge_env, which joins the module lists."""
     modules = [PLUGIN_MODULE] + ([HF_ROLLOUT_MODULE] if cfg.verl.rollout == CPU_ROLLOUT else [])
-    env = {"VERL_USE_EXTERNAL_MODULES": ",".join(modules)}
+    env = {VERL_EXTERNAL_MODULES.name: ",".join(modules)}
     if objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[1]:
         env[FORWARD_ENTROPY.name] = "1"
     return merge_env(env, cfg.verl.extra_env)
@@ -216,7 +216,7 @@ def trial_env(cfg: Any) -> dict[str, str]:
 def merge_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
     """``extra`` over ``base``, except VERL_USE_EXTERNAL_MODULES: the union of both module lists."""
     out = {**base, **extra}
-    key = "VERL_USE_EXTERNAL_MODULES"
+    key = VERL_EXTERNAL_MODULES.name
     if key in base and key in extra:
         mods = [m for m in (base[key] + "," + extra[key]).split(",") if m]
         out[key] = ",".join(dict.fromkeys(mods))

@@ -45,6 +45,7 @@ import torch.distributed as dist
 from verl.trainer.ppo import core_algos
 from verl.workers.config import PolicyLossConfig
 
+from contract.env import RECORD_PARAMS
 from trainers.objectives import AGG_MODES, OBJECTIVES, ObjectiveSpec, PolicyBatch, get_objective
 from trainers.objectives.dhpo import dhpo_loss
 
@@ -52,7 +53,6 @@ PREFIX = "zoo_"
 # our parameter -> verl ActorConfig field it is read from when policy_loss does not set it
 ACTOR_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
 
-RECORD_ENV = "ZOO_VERL_RECORD_PARAMS"
 
 # Set by the wrapper of enable_entropy_forwarding() for the duration of one verl ppo_loss call:
 # the micro-batch's per-token entropy ([B, T], detached) and the dp_group verl passed to ppo_loss.
@@ -186,7 +186,7 @@ def _entropy_range_group(objective: Any, dp_group: Any) -> Any:
 
 def _record(key: str, params: tuple[tuple[str, Any], ...], objective: Any, entropy: Any, reduce_group: Any) -> None:
     """Audit hook: with ZOO_VERL_RECORD_PARAMS=<path>, append one JSON line per (process, loss, params)."""
-    path = os.environ.get(RECORD_ENV)
+    path = RECORD_PARAMS.raw()
     if not path:
         return
     marker = (os.getpid(), key, params, path)

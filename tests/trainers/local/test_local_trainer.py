@@ -128,13 +128,13 @@ def test_shipped_presets_equal_the_dataclass_defaults():
     assert TrialConfig.from_dict(base).to_dict() == TrialConfig().to_dict()
 
 
-# The trainer's validation before it moved to evaluators/scoring.py (commit 9ca4c21, inline loop over
-# rollout.sample + the <answer> reward), on the default preset's base policy: seed 3, 24 problems per
-# benchmark, eval_k 4, 64 new tokens, at steps 0 and 7 (the step seeds the evaluation stream).
-# The base policy's bytes depend on the CPU's torch kernels (docs/getting-started.md), so the values are
-# keyed by the base checkpoint's sha1 (first 8 hex digits). 8ff231f3: the base where the inline loop ran,
-# the move's equivalence check. c755bba8 (an AMD EPYC with AVX-512): recorded 2026-11-26 from the shared
-# path itself, a guard against later changes only. Another CPU's base: skipped, saying which sha it built.
+# The trainer's validation as an inline loop (rollout.sample + the <answer> reward), before it moved to
+# evaluators/scoring.py, on the default preset's base policy: seed 3, 24 problems per benchmark, eval_k 4,
+# 64 new tokens, at steps 0 and 7 (the step seeds the evaluation stream). The base policy's bytes depend
+# on the CPU's torch kernels (docs/getting-started.md), so the values are keyed by the base checkpoint's
+# sha1 (first 8 hex digits). 8ff231f3: the base where the inline loop ran, the move's equivalence check.
+# c755bba8 (an AMD EPYC with AVX-512): recorded from the shared path itself, a guard against later changes
+# only. Another CPU's base: skipped, saying which sha it built.
 GOLDEN_VALIDATION = {
     "8ff231f3": {
         "avg@k": {0: {"val/easy/acc": 0.16666666666666666, "val/medium/acc": 0.21875, "val/hard/acc": 0.03125,

@@ -32,7 +32,7 @@ import torch.distributed
 from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
-from contract.env import VERL_PLATFORM
+from contract.env import CUDA_VISIBLE_DEVICES, VERL_PLATFORM
 
 PLATFORM_NAME = "cpu"
 
@@ -168,7 +168,7 @@ class PlatformCPU(PlatformBase):
 
     def visible_devices_envvar(self) -> str:
         # Ray writes the logical GPU ids it assigns to an actor here; nothing reads it on CPU.
-        return "CUDA_VISIBLE_DEVICES"
+        return CUDA_VISIBLE_DEVICES.name
 
     @contextlib.contextmanager
     def nvtx_range(self, msg: str):
