@@ -1,9 +1,10 @@
 """The trainer backends: name -> where its train function and its checks live (imported lazily).
 
-A backend is one package with a ``train`` function (the contract in trainers/api.py) and, in
-``trainers/config.py``, one section of the trial config named after it that only it reads
-(``local:``, ``verl:``). Adding a backend means: its package, its section dataclass, and one entry
-here; sweeps/ and evaluators/ never name a backend, they ask this module.
+A backend is one package with a ``train`` function (the contract in trainers/api.py) and, optionally, one
+section of the trial config named after it that only it reads (``local:``, ``verl:``): its entry names the
+section's dataclass (``section``) and trainers/config.py builds TrialConfig from these entries. Adding a
+backend means its package and one entry here (``register_backend``: a test's toy backend, a plug-in);
+sweeps/, evaluators/ and trainers/config.py never name a backend, they ask this module.
 
     from trainers.backends import get_trainer, backend_names
     train = get_trainer("verl")        # imports trainers.verl_backend.train only now
@@ -113,6 +114,11 @@ class Backend:
     worker_env: str | None = None
     packages: tuple[str, ...] = ()
     """Python distributions whose versions a sweep records (provenance.<package>)."""
+    section: str | None = None
+    """"module:Class" of its trial-config section ``<name>:`` (a dataclass of defaults); None: it has none."""
+    section_omitted_at_defaults: bool = False
+    """Its section is left out of TrialConfig.to_dict() while at its defaults (a section added after trials
+    were recorded: their config hashes stay as they were)."""
 
     def load(self, hook: str = "train") -> Any:
         target = getattr(self, hook)
@@ -130,7 +136,8 @@ BACKENDS: dict[str, Backend] = {
                      is_checkpoint="trainers.local.export:is_checkpoint",
                      export_hf="trainers.local.export:export_hf",
                      checkpoints="a local-trainer checkpoint (trainer_state.pt)",
-                     paths="trainers.local.config:PATHS", paths_in_every_trial=True),
+                     paths="trainers.local.config:PATHS", paths_in_every_trial=True,
+                     section="trainers.local.config:LocalConfig"),
     "verl": Backend("verl", "trainers.verl_backend.train:train",
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
@@ -145,10 +152,12 @@ BACKENDS: dict[str, Backend] = {
                     check_resources="trainers.verl_backend.placement:check_gpus",
                     placement="trainers.verl_backend.placement:place",
                     smoke_overrides="trainers.verl_backend.placement:smoke_overrides",
-                    worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",)),
+                    worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",),
+                    section="trainers.verl_backend.config:VerlConfig"),
     "synthetic": Backend("synthetic", "trainers.synthetic.trainer:train",
                          "no model: the metrics of a real trial at a set pace, with injected faults (benchmarks, tests)",
-                         validate="trainers.synthetic.config:validate_synthetic_section"),
+                         validate="trainers.synthetic.config:validate_synthetic_section",
+                         section="trainers.synthetic.config:SyntheticConfig", section_omitted_at_defaults=True),
 }
 
 
@@ -158,6 +167,23 @@ DEFAULT_BACKEND = "local"
 
 def backend_names() -> list[str]:
     return list(BACKENDS)
+
+
+def register_backend(backend: Backend) -> None:
+    """Add a backend (a plug-in, a test's toy backend). Its section joins the trial config only where
+    TrialConfig is built after this (trainers/config.py ``trial_config_class``)."""
+    if backend.name in BACKENDS:
+        raise ValueError(f"backend {backend.name!r} is registered already")
+    BACKENDS[backend.name] = backend
+
+
+def unregister_backend(name: str) -> None:
+    BACKENDS.pop(name, None)
+
+
+def sections() -> list[tuple[Backend, type]]:
+    """(backend, its section's dataclass) of every backend with a section, in registry order."""
+    return [(b, b.load("section")) for b in BACKENDS.values() if b.section is not None]
 
 
 def get_backend(name: str) -> Backend:

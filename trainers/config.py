@@ -15,8 +15,9 @@ and ``~trainer.lr`` (or ``~trainer``) puts the field (or section) back at its da
 ``algorithm.params``, ``data.eval_files`` and ``verl.data_sources`` are open mappings
 (``~algorithm.params.eps_low``: the objective's paper default again).
 
-The ``local:``, ``verl:`` and ``synthetic:`` sections belong to their backends (trainers/backends.py): each backend
-reads only its own and checks it with its ``validate`` hook.
+The backend sections (``local:``, ``verl:``, ``synthetic:``) come from the backend registry (trainers/backends.py:
+each entry names its section's dataclass); TrialConfig is built from it, so this module names no backend. Each
+backend reads only its own section and checks it with its ``validate`` hook.
 """
 
 from __future__ import annotations
@@ -33,14 +34,11 @@ from evaluators.benchmarks import DEFAULT_DATA_DIR, PAPER_BENCHMARKS
 from evaluators.loaders import schema_help
 from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
-from trainers.backends import DEFAULT_BACKEND, get_backend
-from trainers.local.config import LocalConfig, WarmStartConfig  # noqa: F401  (WarmStartConfig: re-exported)
-from trainers.objectives import get_objective
-from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
 from contract.errors import ConfigError, require
 from contract.suggest import did_you_mean
-from trainers.synthetic.config import SyntheticConfig, is_default as synthetic_is_default
-from trainers.verl_backend.config import VerlConfig
+from trainers.backends import DEFAULT_BACKEND, get_backend, sections
+from trainers.objectives import get_objective
+from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
 
 
 @dataclass
@@ -117,7 +115,9 @@ class AlgorithmConfig:
 
 
 @dataclass
-class TrialConfig:
+class TrialSettings:
+    """The sections every backend reads; TrialConfig adds each backend's own (``trial_config_class``)."""
+
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
@@ -127,27 +127,34 @@ class TrialConfig:
     """Trial seed: rollout sampling, prompt order, optimizer noise."""
     backend: str = DEFAULT_BACKEND
     """Trainer backend (trainers/backends.py): 'local' (built-in, CPU or one GPU), 'verl' (main_ppo on Ray) or 'synthetic' (no model: scale benchmarks, tests)."""
-    local: LocalConfig = field(default_factory=LocalConfig)
-    """Settings only the local backend reads (tiny-model sizes, device, threads, warm start)."""
-    verl: VerlConfig = field(default_factory=VerlConfig)
-    """Settings only the verl backend reads (nodes x GPUs, rollout engine, micro-batches, extra overrides)."""
-    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
-    """Settings only the synthetic backend reads (pace, injected faults); left out of to_dict() at its defaults."""
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, source: str = "config") -> "TrialConfig":
+    def from_dict(cls, data: dict[str, Any] | None, source: str = "config"):
         cfg = _build(cls, data or {}, prefix="", source=source)
         validate(cfg, source)
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as plain data. The ``synthetic:`` section is left out while at its defaults, so a
-        trial config's fingerprint (sweeps/spec.py ``config_hash``) is what it was before that section
-        existed and sweeps recorded earlier still resume."""
+        """The config as plain data, without the sections their backends leave out at their defaults
+        (``section_omitted_at_defaults``: the synthetic backend's), so a trial config's fingerprint
+        (sweeps/spec.py ``config_hash``) is what it was before such a section existed."""
         data = dataclasses.asdict(self)
-        if synthetic_is_default(self.synthetic):
-            del data["synthetic"]
+        for backend, section in sections():
+            if backend.section_omitted_at_defaults and getattr(self, backend.name) == section():
+                del data[backend.name]
         return data
+
+
+def trial_config_class() -> type:
+    """TrialConfig: TrialSettings plus one field per backend section of the registry, named after the backend
+    (``local``, ``verl``, ``synthetic``), each at its dataclass's defaults."""
+    extra = [(backend.name, section, field(default_factory=section)) for backend, section in sections()]
+    cls = dataclasses.make_dataclass("TrialConfig", extra, bases=(TrialSettings,))
+    cls.__module__ = __name__  # pickled by reference (Ray hands trial configs to its workers)
+    return cls
+
+
+TrialConfig = trial_config_class()
 
 
 def _build(cls: type, data: Any, prefix: str, source: str) -> Any:

@@ -11,7 +11,8 @@ import pytest
 from trainers.backends import BACKENDS, Backend, CheckpointNotUsable, get_backend
 
 HOOKS = [f.name for f in fields(Backend) if f.name not in ("name", "summary", "checkpoints", "paths",
-                                                           "paths_in_every_trial", "packages")]
+                                                           "paths_in_every_trial", "packages",
+                                                           "section_omitted_at_defaults")]
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
@@ -23,6 +24,12 @@ def test_every_hook_resolves_to_a_function(name):
     if backend.paths is not None:  # {dotted key of its section: default}
         assert isinstance(backend.load("paths"), dict) and backend.load("paths"), backend.paths
     assert (backend.is_checkpoint is None) == (backend.export_hf is None) == (backend.checkpoints is None)
+    if backend.section is not None:  # its trial-config section: a dataclass of defaults, a field of TrialConfig
+        from dataclasses import is_dataclass
+
+        from trainers.config import TrialConfig
+
+        assert is_dataclass(backend.load("section")) and isinstance(getattr(TrialConfig(), name), backend.load("section"))
 
 
 def _checkpoints(tmp_path):

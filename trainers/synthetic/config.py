@@ -6,13 +6,13 @@
       fail_attempts: 1       # ... on the first attempt only (0: on every attempt)
       diverge_at_step: 0     # 0: never; N: a non-finite loss at step N (TrainingDiverged, no retry)
 
-Other backends ignore this section; a trial config leaves it out while it is at its defaults, so
-the fingerprints of trial configs recorded before it existed are unchanged (trainers/config.py).
+Other backends ignore this section; a trial config leaves it out while it is at its defaults (its registry
+entry's ``section_omitted_at_defaults``), so the fingerprints of trial configs recorded before it existed are
+unchanged (trainers/config.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from contract.errors import require
@@ -44,6 +44,3 @@ def validate_synthetic_section(cfg, source: str) -> None:
         require(getattr(s, name) <= steps, source, f"synthetic.{name}",
                 f"0 (never) or a step in 1..trainer.steps = {steps}", getattr(s, name))
 
-
-def is_default(section: SyntheticConfig) -> bool:
-    return dataclasses.asdict(section) == dataclasses.asdict(SyntheticConfig())

@@ -35,10 +35,11 @@ from typing import Any
 
 from contract.env import FORWARD_ENTROPY, VERL_EXTERNAL_MODULES
 from trainers.objectives import AGG_MODES, get_objective
+from trainers.objectives.verl_names import ACTOR_FIELDS, AGG_FIELD, AGG_PARAM, objective_of, verl_loss_mode
 from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
 from trainers.verl_backend.verl_checks import (
-    ACTOR, ACTOR_PARAMS, ROLLOUT, check_batches, check_node, check_objective, config_error, first_line, require,
+    ACTOR, ROLLOUT, check_batches, check_node, check_objective, config_error, first_line, require,
     resolve_target,
 )
 
@@ -86,13 +87,13 @@ def objective_overrides(name: str, params: Mapping[str, Any]) -> tuple[list[str]
     defaults would otherwise win over the paper defaults), and whether it needs per-token entropy."""
     objective = get_objective(name, **dict(params))
     full = dataclasses.asdict(objective.params)
-    out = [f"{ACTOR}.policy_loss.loss_mode=zoo_{name}"]
+    out = [f"{ACTOR}.policy_loss.loss_mode={verl_loss_mode(name)}"]
     extra = []
     for key, value in full.items():
-        if key == "agg":
+        if key == AGG_PARAM:
             continue  # -> actor.loss_agg_mode (trial_overrides)
-        if key in ACTOR_PARAMS:
-            out.append(f"{ACTOR}.{ACTOR_PARAMS[key]}={hydra_value(value)}")
+        if key in ACTOR_FIELDS:
+            out.append(f"{ACTOR}.{ACTOR_FIELDS[key]}={hydra_value(value)}")
         else:
             extra.append(f"+{ACTOR}.policy_loss.{key}={hydra_value(value)}")
     if extra:
@@ -111,7 +112,7 @@ def trial_overrides(cfg: Any, model_path: str, train_files: Sequence[str], val_f
     verl.rollout='auto' (None: from verl.device). Runtime items (checkpoint dir, resume, Ray,
     names, logger) are runtime_overrides'."""
     t, v, b = cfg.trainer, cfg.verl, batch_shape(cfg)
-    agg = dataclasses.asdict(get_objective(cfg.algorithm.name, **cfg.algorithm.params).params).get("agg", "token-mean")
+    agg = dataclasses.asdict(get_objective(cfg.algorithm.name, **cfg.algorithm.params).params).get(AGG_PARAM, "token-mean")
     if t.eval_mode == "greedy":
         val = {"do_sample": False, "n": 1, "temperature": 0.0, "top_p": 1.0}
     else:  # avg@k: Pass@1 averaged over eval_k samples at temperature 1 (DHPO)
@@ -150,7 +151,7 @@ def trial_overrides(cfg: Any, model_path: str, train_files: Sequence[str], val_f
         f"{ACTOR}.fsdp_config.optimizer_offload={hydra_value(v.optimizer_offload)}",
         f"{ACTOR}.use_kl_loss=False",
         f"{ACTOR}.entropy_coeff=0",
-        f"{ACTOR}.loss_agg_mode={agg}",
+        f"{ACTOR}.{AGG_FIELD}={agg}",
         *objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[0],
         f"{ROLLOUT}.name={resolved_rollout(v, gpus)}",
         f"{ROLLOUT}.n={t.group_size}",
@@ -333,7 +334,7 @@ def validate_overrides(overrides: Sequence[str], source: str = "verl overrides",
     mode = actor.policy_loss.loss_mode
     require(mode in core_algos.POLICY_LOSS_REGISTRY, source, f"{ACTOR}.policy_loss.loss_mode",
             f"a registered policy loss{did_you_mean(mode, core_algos.POLICY_LOSS_REGISTRY)}", mode)
-    if mode.startswith("zoo_"):
+    if objective_of(mode):
         require(actor.loss_agg_mode in AGG_MODES, source, f"{ACTOR}.loss_agg_mode",
                 f"one of {list(AGG_MODES)} ({mode} supports these)", actor.loss_agg_mode)
     from verl.workers.rollout.replica import RolloutReplicaRegistry
@@ -368,7 +369,7 @@ def validate_overrides(overrides: Sequence[str], source: str = "verl overrides",
             validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
         except Exception as err:
             raise config_error(source, f"verl validate_config: {first_line(err)}") from None
-    if mode.startswith("zoo_"):
+    if objective_of(mode):
         check_objective(mode, converted[ACTOR], env, source)
 
 

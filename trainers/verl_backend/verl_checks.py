@@ -20,11 +20,10 @@ from contract.env import FORWARD_ENTROPY
 from contract.errors import ConfigError
 from contract.suggest import did_you_mean
 from trainers.objectives import get_objective
+from trainers.objectives.verl_names import ACTOR_FIELDS, objective_of
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
-ACTOR_PARAMS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
-"""Objective parameters verl's actor config has a field for (the plug-in reads them there)."""
 
 
 def config_error(source: str, message: str) -> Exception:
@@ -133,14 +132,14 @@ def check_objective(mode: str, actor_cfg: Any, env: Mapping[str, str] | None, so
     """Our objective's parameters as the plug-in will read them from verl's actor config."""
     from trainers.verl_plugin import objective_params
 
-    name = mode[len("zoo_"):]
+    name = objective_of(mode)
     try:
         objective = get_objective(name, **objective_params(name, actor_cfg))
     except ValueError as err:
         param = re.match(r"\w+\.(\w+)", str(err))
         param = param.group(1) if param else "policy_loss"
-        in_policy_loss = actor_cfg.policy_loss.get(param, None) is not None or param not in ACTOR_PARAMS
-        key = f"{ACTOR}.policy_loss.{param}" if in_policy_loss else f"{ACTOR}.{ACTOR_PARAMS[param]}"
+        in_policy_loss = actor_cfg.policy_loss.get(param, None) is not None or param not in ACTOR_FIELDS
+        key = f"{ACTOR}.policy_loss.{param}" if in_policy_loss else f"{ACTOR}.{ACTOR_FIELDS[param]}"
         raise config_error(source, f"{key} ({mode} parameter {param}): {err}") from None
     if getattr(objective.params, "mixing", None) == "entropy":
         require(bool(actor_cfg.calculate_entropy), source, f"{ACTOR}.calculate_entropy",

@@ -48,10 +48,9 @@ from verl.workers.config import PolicyLossConfig
 from contract.env import RECORD_PARAMS
 from trainers.objectives import AGG_MODES, OBJECTIVES, ObjectiveSpec, PolicyBatch, get_objective
 from trainers.objectives.dhpo import dhpo_loss
+from trainers.objectives.verl_names import ACTOR_FIELDS, AGG_PARAM, LOSS_MODE_PREFIX, SHARED_CLIP_FIELD
 
-PREFIX = "zoo_"
-# our parameter -> verl ActorConfig field it is read from when policy_loss does not set it
-ACTOR_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "tau_pos": "tau_pos", "tau_neg": "tau_neg"}
+PREFIX = LOSS_MODE_PREFIX
 
 
 # Set by the wrapper of enable_entropy_forwarding() for the duration of one verl ppo_loss call:
@@ -105,13 +104,13 @@ def objective_params(name: str, config: Any) -> dict[str, Any]:
     policy_loss = _lookup(config, "policy_loss")
     params: dict[str, Any] = {}
     for field in dataclasses.fields(OBJECTIVES[name].params_cls):
-        if field.name == "agg":  # comes from loss_agg_mode
+        if field.name == AGG_PARAM:  # comes from loss_agg_mode
             continue
         value = _lookup(policy_loss, field.name)
         if value is None and field.name in ACTOR_FIELDS:
             value = _lookup(config, ACTOR_FIELDS[field.name])
             if value is None and field.name.startswith("eps_"):
-                value = _lookup(config, "clip_ratio")
+                value = _lookup(config, SHARED_CLIP_FIELD)
         if value is not None:
             params[field.name] = value
     return params

@@ -125,3 +125,24 @@ def test_incomplete_spec_is_refused(changes, needle):
 def test_replace_revalidates():
     with pytest.raises(ValueError, match="clipfrac_level"):
         dataclasses.replace(OBJECTIVES["grpo"], clipfrac_level="tok")
+
+
+def test_algorithm_presets_are_the_registry_written_out():
+    """configs/algorithm/<name>.yaml is `python -m trainers.objectives --write-presets configs/algorithm`: one
+    file per objective, its paper defaults and docs exactly, and each reads back as the registry's defaults."""
+    import dataclasses
+    from pathlib import Path
+
+    import yaml
+
+    from trainers.objectives.__main__ import preset_yaml
+
+    folder = Path(__file__).resolve().parents[3] / "configs" / "algorithm"
+    assert sorted(p.stem for p in folder.glob("*.yaml")) == sorted(OBJECTIVES)
+    for name in OBJECTIVES:
+        text = (folder / f"{name}.yaml").read_text(encoding="utf-8")
+        assert text == preset_yaml(name), f"regenerate: python -m trainers.objectives --write-presets {folder}"
+        preset = yaml.safe_load(text)
+        defaults = dataclasses.asdict(get_objective(name).params)
+        assert preset == {"name": name, "params": defaults}
+        assert all(type(preset["params"][k]) is type(v) for k, v in defaults.items()), name
