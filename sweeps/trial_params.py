@@ -8,8 +8,6 @@ draws the params a grid sweeps.
 
 from __future__ import annotations
 
-import dataclasses
-
 from sweeps.spec import Trial, _flatten
 
 
@@ -18,12 +16,10 @@ def logged_params(trial: Trial) -> dict[str, object]:
     (a local trial has no verl.* params), and with the objective's effective parameters (defaults
     included: e.g. DHPO's branch clip ranges, which a spec rarely sets)."""
     from trainers.backends import backend_names
-    from trainers.objectives import get_objective
 
     config = trial.config.to_dict()
     for name in backend_names():
         if name != trial.config.backend:
             config.pop(name, None)
-    algorithm = trial.config.algorithm
-    config["algorithm"]["params"] = dataclasses.asdict(get_objective(algorithm.name, **algorithm.params).params)
+    config["algorithm"]["params"] = trial.config.algorithm.typed_params()
     return _flatten(config)

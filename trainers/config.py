@@ -113,6 +113,15 @@ class AlgorithmConfig:
     params: dict[str, Any] = field(default_factory=dict)
     """Objective parameters (eps_low, eps_high, tau_pos, gate, mixing, ...); paper defaults if absent."""
 
+    def objective(self):
+        """The objective with these parameters, typed and range-checked (``objective.params``: its params
+        dataclass, every default filled in): what every user of ``algorithm`` reads (ValueError naming a bad one)."""
+        return get_objective(self.name, **self.params)
+
+    def typed_params(self) -> dict[str, Any]:
+        """Every parameter of the objective, typed, defaults included (the params dataclass as a dict)."""
+        return dataclasses.asdict(self.objective().params)
+
 
 @dataclass
 class TrialSettings:
@@ -279,7 +288,7 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
     _check_selection(d, source)
     require(cfg.reward.answer or cfg.reward.format, source, "reward", "at least one of answer/format enabled", dataclasses.asdict(cfg.reward))
     try:
-        get_objective(cfg.algorithm.name, **cfg.algorithm.params)
+        cfg.algorithm.objective()
     except ValueError as err:
         raise ConfigError(f"{source}: algorithm: {err}") from None
 

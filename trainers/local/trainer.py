@@ -43,7 +43,7 @@ from trainers.local.checkpoint import check_model_state, check_optimizer_state, 
 from trainers.local.data import load_data, load_selection
 from trainers.local.optimizer import WarmupAdamW
 from trainers.local.warmstart import ensure_base_checkpoint
-from trainers.objectives import OBJECTIVES, PolicyBatch, get_objective
+from trainers.objectives import OBJECTIVES, PolicyBatch
 
 EVAL_CHUNK = 256  # sequences per evaluation generation batch
 
@@ -117,7 +117,7 @@ class LocalTrainer:
         base_dir = ensure_base_checkpoint(cfg, self.train_problems, log)
         self.device = resolve_device(cfg.local.device)
         self.model, self.tokenizer = load_policy(base_dir, self.device, cfg.local.dtype)
-        self.objective = get_objective(cfg.algorithm.name, **cfg.algorithm.params)
+        self.objective = cfg.algorithm.objective()
         self.opt = self._new_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.rng = random.Random(cfg.seed)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -34,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from contract.env import FORWARD_ENTROPY, VERL_EXTERNAL_MODULES
-from trainers.objectives import AGG_MODES, get_objective
+from trainers.config import AlgorithmConfig
+from trainers.objectives import AGG_MODES
 from trainers.objectives.verl_names import ACTOR_FIELDS, AGG_FIELD, AGG_PARAM, objective_of, verl_loss_mode
 from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
@@ -82,11 +82,10 @@ def hydra_value(value: Any) -> str:
     raise ValueError(f"expected None, bool, int, float, str or a list of them, got {value!r}")
 
 
-def objective_overrides(name: str, params: Mapping[str, Any]) -> tuple[list[str], bool]:
+def objective_overrides(algorithm: AlgorithmConfig) -> tuple[list[str], bool]:
     """The actor overrides selecting zoo_<name> with every parameter set explicitly (verl's actor
     defaults would otherwise win over the paper defaults), and whether it needs per-token entropy."""
-    objective = get_objective(name, **dict(params))
-    full = dataclasses.asdict(objective.params)
+    name, full = algorithm.name, algorithm.typed_params()
     out = [f"{ACTOR}.policy_loss.loss_mode={verl_loss_mode(name)}"]
     extra = []
     for key, value in full.items():
@@ -112,7 +111,7 @@ def trial_overrides(cfg: Any, model_path: str, train_files: Sequence[str], val_f
     verl.rollout='auto' (None: from verl.device). Runtime items (checkpoint dir, resume, Ray,
     names, logger) are runtime_overrides'."""
     t, v, b = cfg.trainer, cfg.verl, batch_shape(cfg)
-    agg = dataclasses.asdict(get_objective(cfg.algorithm.name, **cfg.algorithm.params).params).get(AGG_PARAM, "token-mean")
+    agg = cfg.algorithm.typed_params().get(AGG_PARAM, "token-mean")
     if t.eval_mode == "greedy":
         val = {"do_sample": False, "n": 1, "temperature": 0.0, "top_p": 1.0}
     else:  # avg@k: Pass@1 averaged over eval_k samples at temperature 1 (DHPO)
@@ -152,7 +151,7 @@ def trial_overrides(cfg: Any, model_path: str, train_files: Sequence[str], val_f
         f"{ACTOR}.use_kl_loss=False",
         f"{ACTOR}.entropy_coeff=0",
         f"{ACTOR}.{AGG_FIELD}={agg}",
-        *objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[0],
+        *objective_overrides(cfg.algorithm)[0],
         f"{ROLLOUT}.name={resolved_rollout(v, gpus)}",
         f"{ROLLOUT}.n={t.group_size}",
         f"{ROLLOUT}.temperature={hydra_value(float(t.temperature))}",
@@ -209,7 +208,7 @@ def trial_env(cfg: Any) -> dict[str, str]:
     (cpu_runtime) adds its own module: merge with merge_env, which joins the module lists."""
     modules = [PLUGIN_MODULE] + ([HF_ROLLOUT_MODULE] if cfg.verl.rollout == CPU_ROLLOUT else [])
     env = {VERL_EXTERNAL_MODULES.name: ",".join(modules)}
-    if objective_overrides(cfg.algorithm.name, cfg.algorithm.params)[1]:
+    if objective_overrides(cfg.algorithm)[1]:
         env[FORWARD_ENTROPY.name] = "1"
     return merge_env(env, cfg.verl.extra_env)
 
