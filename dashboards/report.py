@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from contract.metrics import EVAL, SELECT, TRIAL, VAL
+from contract.metrics import EVAL, SELECT, VAL
 from dashboards import curves as cv
 from dashboards.aggregate_report import (
     aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, write_aggregate_figure,
@@ -56,8 +56,8 @@ def _fig_html(fig: go.Figure, div_id: str) -> str:
                        config={"displaylogo": False, "responsive": True})
 
 
-EVALUATION_PREFIXES = (VAL, SELECT, EVAL, TRIAL)
-"""Keys logged at evaluations (plus the trial's step): a report reads all of them, whatever its settings."""
+EVALUATION_PREFIXES = (VAL, SELECT, EVAL)
+"""Keys logged at evaluations: a report reads all of them, whatever its settings."""
 
 
 def history_keys(cfg: ReportConfig, logged: set[str]) -> list[str]:

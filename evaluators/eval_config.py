@@ -21,9 +21,9 @@ from contract.errors import InputError
 from evaluators.verifier import UNMARKED
 from evaluators.benchmarks import PAPER_BENCHMARKS, SYNTHETIC_BENCHMARKS  # PAPER_: DHPO Table 1's columns, in order
 from contract.suggest import did_you_mean
+from evaluators.generators import DEFAULT_GENERATOR, generator_names
 MATH_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
 """Appended to a plain-text problem of the paper benchmarks (verl's math recipes use this line)."""
-BACKENDS = ("hf", "vllm")
 PROMPT_FORMATS = ("auto", "chat", "raw")
 
 
@@ -49,8 +49,8 @@ class EvalConfig:
     """'chat' (the tokenizer's chat template), 'raw' (the text as is) or 'auto' (chat when the model has a template)."""
     instruction: str | None = None
     """Line appended to plain-text problems; null = MATH_INSTRUCTION for the paper benchmarks, none otherwise."""
-    backend: str = "hf"
-    """Generation backend: 'hf' (transformers / lean forward, CPU or GPU) or 'vllm' (GPU, the `gpu` extra)."""
+    backend: str = DEFAULT_GENERATOR
+    """Generation backend (evaluators/generators.py): 'hf' (transformers / lean forward, CPU or GPU) or 'vllm' (GPU, the `gpu` extra)."""
     data_dir: str = "data/benchmarks"
     """Directory searched for <benchmark>.parquet / .jsonl / .json (relative to the working directory)."""
     files: dict[str, str] = field(default_factory=dict)
@@ -131,8 +131,8 @@ class EvalConfig:
             raise bad("prompt_format", f"one of {PROMPT_FORMATS}")
         if self.instruction is not None and not isinstance(self.instruction, str):
             raise bad("instruction", "a string or null")
-        if self.backend not in BACKENDS:
-            raise bad("backend", f"one of {BACKENDS}")
+        if self.backend not in generator_names():
+            raise bad("backend", f"one of {tuple(generator_names())} (evaluators/generators.py)")
         if not isinstance(self.data_dir, str) or not self.data_dir:
             raise bad("data_dir", "a directory path")
         if not isinstance(self.files, dict) or not all(isinstance(k, str) and isinstance(v, str) and v

@@ -6,7 +6,8 @@
     out[1][0].text, out[1][0].num_tokens, out[1][0].truncated
     gen.close()
 
-Backends (``make_generator(backend, model_dir, **options)``):
+Backends (evaluators/generators.py looks them up by name; ``make_generator(backend, model_dir, **options)``
+builds one with its own options):
   "hf"    HFGenerator: policy.rollout.sample (KV cache; the lean Qwen3 forward of
           policy/fast_qwen3.py where it applies, each distinct prompt prefilled once,
           finished rows dropped from the decode batch), CPU or GPU. Options: device, dtype,
@@ -39,13 +40,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.sampling import (BACKENDS, GPU_INSTALL, Generator, Prompt, Sample, SamplingParams, apply_template,
+from evaluators.sampling import (GPU_INSTALL, Generator, Prompt, Sample, SamplingParams, apply_template,
                                  dir_has_chat_template, has_chat_template, messages_of)
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BACKENDS", "GPU_INSTALL", "Generator", "HFGenerator", "Prompt", "Sample", "SamplingParams",
+__all__ = ["GPU_INSTALL", "Generator", "HFGenerator", "Prompt", "Sample", "SamplingParams",
            "apply_template", "dir_has_chat_template", "has_chat_template", "make_generator", "messages_of"]
 
 
@@ -139,14 +140,26 @@ class HFGenerator:
             torch.cuda.empty_cache()
 
 
-# ---- backends by name ---------------------------------------------------------------------------
+# ---- the "hf" entry of evaluators/generators.py, and the generators by name with their own options ----
+def build_hf(model_dir, cfg, chat: bool) -> HFGenerator:
+    """The "hf" generator of an EvalConfig: its device (a clear error for 'cuda' without CUDA), dtype
+    ('auto': bfloat16 on a GPU, float32 on a CPU) and batch size."""
+    from policy.model import resolve_device
+
+    device = resolve_device(cfg.device).type
+    dtype = ("bfloat16" if device == "cuda" else "float32") if cfg.dtype == "auto" else cfg.dtype
+    return HFGenerator.from_pretrained(model_dir, device=device, dtype=dtype, batch_size=cfg.batch_size,
+                                       chat_template=chat)
+
+
 def make_generator(backend: str, model_dir, **options) -> Generator:
     """``HFGenerator.from_pretrained(model_dir, **options)`` ("hf") or ``VLLMGenerator(model_dir,
-    **options)`` ("vllm")."""
+    **options)`` ("vllm"): the two built-in backends with their own options (benchmarks, tests); an eval
+    protocol builds through evaluators/generators.py."""
     if backend == "hf":
         return HFGenerator.from_pretrained(model_dir, **options)
     if backend == "vllm":
         from evaluators.generation_vllm import VLLMGenerator
 
         return VLLMGenerator(model_dir, **options)
-    raise ValueError(f"unknown generation backend {backend!r}; expected one of {', '.join(map(repr, BACKENDS))}")
+    raise ValueError(f"unknown generation backend {backend!r}; expected one of 'hf', 'vllm'")

@@ -82,3 +82,11 @@ class VLLMGenerator:
 
         gc.collect()
         torch.cuda.empty_cache()
+
+
+def build_vllm(model_dir, cfg, chat: bool) -> VLLMGenerator:
+    """The "vllm" generator of an EvalConfig (evaluators/generators.py): its GPUs per model, memory share and
+    seed; dtype 'auto' is bfloat16."""
+    return VLLMGenerator(model_dir, tensor_parallel_size=cfg.tensor_parallel_size, chat_template=chat,
+                         gpu_memory_utilization=cfg.gpu_memory_utilization, seed=cfg.seed,
+                         dtype="bfloat16" if cfg.dtype == "auto" else cfg.dtype)

@@ -4,7 +4,7 @@
     params = SamplingParams(n=8, temperature=1.0, max_new_tokens=512, seed=0)
     messages_of("Q: 12+7=?", chat_template=True)   # [{"role": "user", "content": "Q: 12+7=?"}]
 
-The backends (evaluators/generation.py "hf", evaluators/generation_vllm.py "vllm") import this;
+The backends (evaluators/generators.py: "hf" in evaluators/generation.py, "vllm" in evaluators/generation_vllm.py) import this;
 see evaluators/generation.py for the prompt and sampling conventions.
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Protocol
 
 GPU_INSTALL = 'pip install -c constraints.txt -e ".[gpu]"'
-BACKENDS = ("hf", "vllm")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ last step evaluates its final checkpoint (trial_eval/eval_run.py: results under
 ``<sweep dir>/trials/<id>/eval/``, skipped benchmarks already done), with ``base: true`` also its
 base policy (once per base for the sweep, under ``<sweep dir>/base_eval/``, logged at step 0), and
 sends one more result carrying ``eval`` (a list of {step, metrics, files}) for the driver to log. A trial whose
-backend places its own GPUs (verl: trainers/backends.py ``slot_holds_gpus``) runs the vllm eval backend as a
+backend places its own GPUs (verl: trainers/backends.py ``slot_holds_gpus``) runs a GPU-only generator (vllm:
+evaluators/generators.py ``needs_gpu``) as a
 Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
 
 Three ways a trial ends that are not a crash:
@@ -174,6 +175,7 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
     """Evaluate the final checkpoint (and with ``base: true`` the base policy, shared by the sweep's
     trials) with the payload's protocol; the evaluations the driver logs."""
     from evaluators.eval_config import EvalConfig
+    from evaluators.generators import get_generator_backend
     from trainers.backends import slot_holds_gpus
     from trial_eval.eval_run import EvalTarget, base_target
 
@@ -190,7 +192,7 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
         targets.insert(0, (base_target(cfg, layout.base_eval, log=log), True))
     done = []
     for target, shared in targets:
-        if protocol.backend == "vllm" and not slot_holds_gpus(cfg.backend):  # the slot holds no GPU (verl)
+        if get_generator_backend(protocol.backend).needs_gpu and not slot_holds_gpus(cfg.backend):  # no GPU slot (verl)
             import ray
 
             task = ray.remote(num_cpus=1, num_gpus=protocol.tensor_parallel_size)(_evaluate_in_task)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from evaluators.eval_config import EvalConfig
+from evaluators.generators import build_generator
 from evaluators.tasks import Problem
 from contract.metrics import EVAL_AVG as AVG_KEY, eval_key
 
@@ -96,20 +97,6 @@ def finished_benchmarks(results_dir: Path, names: list[str]) -> dict[str, dict[s
     return done
 
 
-def make_generator(model_dir: Path, cfg: EvalConfig, chat: bool):
-    from evaluators.generation import make_generator as build
-
-    if cfg.backend == "vllm":
-        return build("vllm", model_dir, tensor_parallel_size=cfg.tensor_parallel_size, chat_template=chat,
-                     gpu_memory_utilization=cfg.gpu_memory_utilization, seed=cfg.seed,
-                     dtype="bfloat16" if cfg.dtype == "auto" else cfg.dtype)
-    from policy.model import resolve_device
-
-    device = resolve_device(cfg.device).type  # a clear error for 'cuda' without CUDA
-    dtype = ("bfloat16" if device == "cuda" else "float32") if cfg.dtype == "auto" else cfg.dtype
-    return build("hf", model_dir, device=device, dtype=dtype, batch_size=cfg.batch_size, chat_template=chat)
-
-
 def max_positions(model_dir: Path) -> int | None:
     config = Path(model_dir) / "config.json"
     return json.loads(config.read_text()).get("max_position_embeddings") if config.is_file() else None
@@ -138,7 +125,7 @@ def evaluate_checkpoint(target: EvalTarget, cfg: EvalConfig, *, log: Callable[[s
     if pending:
         model_dir = materialize(target.checkpoint, target.eval_dir, target.trial_config, log)
         chat = cfg.prompt_format == "chat" or (cfg.prompt_format == "auto" and dir_has_chat_template(model_dir))
-        generator = make_generator(model_dir, cfg, chat)
+        generator = build_generator(model_dir, cfg, chat)
         limit = max_positions(model_dir)
         try:
             for name in pending:
