@@ -76,6 +76,10 @@ FORWARD_ENTROPY = EnvVar("ZOO_VERL_FORWARD_ENTROPY", bool, False,
 GPU_MEMORY_FRACTION = EnvVar("ZOO_VERL_GPU_MEMORY_FRACTION", float, None,
                              "verl workers: cap each process's CUDA memory to this share of the GPU when it first "
                              "uses CUDA (packed trials, resources.gpus < 1); the verl backend sets it.")
+PLUGINS = EnvVar("SWEEP_PLUGINS", str, None,
+                 "Comma-separated modules every process of the platform imports before it reads a registry "
+                 "(trainer backends, generators): a plug-in registers its backend or generator there "
+                 "(contract/plugins.py).")
 STATUS_EVERY = EnvVar("SWEEP_STATUS_EVERY", float, 60.0,
                       "sweep run: seconds between status lines when stdout is not a terminal (0: none; "
                       "--status-every wins).")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from contract.plugins import load_plugins
+
 
 @dataclass(frozen=True)
 class GeneratorBackend:
@@ -40,10 +42,12 @@ DEFAULT_GENERATOR = "hf"
 
 
 def generator_names() -> list[str]:
+    load_plugins()  # SWEEP_PLUGINS: the generators plug-ins register join GENERATORS before it is read
     return list(GENERATORS)
 
 
 def get_generator_backend(name: str) -> GeneratorBackend:
+    load_plugins()
     if name not in GENERATORS:
         raise ValueError(f"unknown generation backend {name!r}; expected one of {', '.join(map(repr, GENERATORS))}")
     return GENERATORS[name]
@@ -62,3 +66,4 @@ def unregister_generator(name: str) -> None:
 def build_generator(model_dir, cfg, chat: bool):
     """The generator ``cfg.backend`` names, on ``model_dir`` (cfg: an EvalConfig)."""
     return get_generator_backend(cfg.backend).builder()(model_dir, cfg, chat)
+

@@ -325,5 +325,17 @@ app.command("table")(table_cmd)
 app.command("eval")(eval_cmd)
 
 
+def main() -> None:
+    """The `sweep` command: the app, with a bad input found outside a command's own checks (a plug-in module
+    of SWEEP_PLUGINS that does not import) said in one line, exit 2."""
+    from contract.errors import InputError
+
+    try:
+        app()
+    except InputError as err:
+        err_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -42,7 +42,7 @@ from sweeps.progress import LiveProgress
 from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity, init_ray, local_capacity,
                                 local_temp_dir, prepare_environment)
 from sweeps.spec import SweepSpec
-from tracking_store.client import quiet_mlflow_environment, store_lock
+from tracking_store.client import quiet_mlflow_environment
 from tracking_store.uri import default_uri, mask_uri, resolve_uri
 from sweeps.sweep_lock import SweepLock
 from sweeps.trial import TRIAL_ID, checkpoint_candidates, run_trial, trial_from_tune_config, trial_id_of, trial_payload
@@ -81,8 +81,9 @@ class SweepResult:
 
 
 def _open_tracker(spec: SweepSpec, tracking_uri: str, run_dir: Path) -> SweepTracker:
-    with store_lock(tracking_uri):  # two processes creating one new sqlite file race on its schema
-        return SweepTracker(spec, tracking_uri, run_dir)
+    """The sweep's tracker; its client is opened under the store's lock (tracking_store.client.open_client:
+    two processes creating one new sqlite file race on its schema)."""
+    return SweepTracker(spec, tracking_uri, run_dir)
 
 
 def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:

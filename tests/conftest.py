@@ -64,6 +64,7 @@ SLOW_LANES = {
         "test_sweep_ui_grid.py",           # ~60 s (sweep ui of a grid, its view in Chromium)
         "test_local_trainer.py",           # ~20 s
         "test_synthetic_faults.py",        # ~40 s (three synthetic trials: a retried crash, a divergence, a crash each attempt)
+        "test_sweep_plugins.py",           # ~40 s (a toy backend and generator through sweep run and sweep eval)
     ),
 }
 LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}

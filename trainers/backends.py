@@ -65,6 +65,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.plugins import load_plugins
+
 
 class CheckpointNotUsable(ValueError):
     """A path that is no checkpoint we can evaluate; the message says what was expected."""
@@ -166,6 +168,7 @@ DEFAULT_BACKEND = "local"
 
 
 def backend_names() -> list[str]:
+    load_plugins()  # SWEEP_PLUGINS: the backends plug-ins register join BACKENDS before it is read
     return list(BACKENDS)
 
 
@@ -183,10 +186,12 @@ def unregister_backend(name: str) -> None:
 
 def sections() -> list[tuple[Backend, type]]:
     """(backend, its section's dataclass) of every backend with a section, in registry order."""
+    load_plugins()
     return [(b, b.load("section")) for b in BACKENDS.values() if b.section is not None]
 
 
 def get_backend(name: str) -> Backend:
+    load_plugins()
     if name not in BACKENDS:
         raise ValueError(f"backend: unknown trainer backend {name!r}; expected one of {backend_names()}")
     return BACKENDS[name]
@@ -277,3 +282,4 @@ def worker_env() -> dict[str, str]:
 def packages() -> tuple[str, ...]:
     """The Python distributions of every backend (``packages``), for a sweep's provenance."""
     return tuple(p for backend in BACKENDS.values() for p in backend.packages)
+

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from contract.run_layout import TRIAL_FILE  # the trial config, written into every checkpoint a sweep trial reports
-from trainers.backends import BACKENDS, CheckpointNotUsable, get_backend
+from trainers.backends import CheckpointNotUsable, backend_names, get_backend
 
 __all__ = ["TRIAL_FILE", "CheckpointNotUsable", "checkpoint_kind", "materialize", "read_trial_config"]
 
@@ -39,11 +39,12 @@ def checkpoint_kind(path: Path) -> str:
         raise CheckpointNotUsable(f"{path}: not a directory")
     if (path / "config.json").is_file() and any(p.suffix in WEIGHT_SUFFIXES for p in path.iterdir()):
         return "hf"
-    for backend in BACKENDS.values():
+    backends = [get_backend(name) for name in backend_names()]  # plug-ins' too
+    for backend in backends:
         accepts = backend.load("is_checkpoint")
         if accepts is not None and accepts(path):
             return backend.name
-    forms = [b.checkpoints for b in BACKENDS.values() if b.checkpoints]
+    forms = [b.checkpoints for b in backends if b.checkpoints]
     expected = ", ".join(["a Hugging Face model directory (config.json + *.safetensors)"] + forms[:-1])
     raise CheckpointNotUsable(f"{path}: not a checkpoint; expected {expected}" + (f" or {forms[-1]}" if forms else ""))
 
