@@ -153,7 +153,7 @@ def search_trial(template: Trial, values: dict[str, Any]) -> Trial:
     for key, value in values.items():
         _set_dotted(data, key, value)
     cfg = TrialConfig.from_dict(data, source="search sample")
-    suffix = "-".join(id_part(k, round(v, 6) if isinstance(v, float) else v) for k, v in sorted(values.items()))
+    suffix = "-".join(id_part(k, v, exact=True) for k, v in sorted(values.items()))
     cid = cap_id(f"{template.config_id}-{suffix}")
     return Trial(f"{cid}.s{cfg.seed}", cid, template.method, template.variant, cfg)
 

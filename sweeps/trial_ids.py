@@ -35,7 +35,9 @@ def cap_id(config_id: str) -> str:
     return f"{config_id[:MAX_CONFIG_ID - 9]}-{digest}"
 
 
-def id_part(key: str, value: Any) -> str:
+def id_part(key: str, value: Any, exact: bool = False) -> str:
+    """``<short key><value>``; ``exact``: a float in full (its shortest round-trip form), not to 6 digits: two
+    search samples that differ only past the 6th digit must not share an id (and so a record)."""
     leaf = key.split(".")[-1]
     if isinstance(value, bool):
         part = leaf if value else f"no-{leaf}"
@@ -43,6 +45,8 @@ def id_part(key: str, value: Any) -> str:
         part = value
     elif isinstance(value, list):
         part = "+".join(map(str, value))
+    elif exact and isinstance(value, float):
+        part = f"{SHORT.get(leaf, leaf)}{value!r}"
     else:
         part = f"{SHORT.get(leaf, leaf)}{value:g}" if isinstance(value, (int, float)) else f"{leaf}{value}"
     return safe_id(part)

@@ -186,3 +186,15 @@ def test_an_unknown_variant_key_lists_each_allowed_key_once(tmp_path):
     listed = str(err.value).split("expected one of ", 1)[1]
     names = [n.strip(" '[]") for n in listed.split(",")]
     assert "algorithm" in names and "eps_high" in names and len(names) == len(set(names)), names
+
+
+def test_search_samples_that_differ_past_six_digits_get_their_own_ids(tmp_path):
+    """500 uniform samples of eps_low in [0.1, 0.3] printed to 6 digits collide about every other sweep (a
+    birthday bound over ~200,000 values): the second sample then shared the first's id and record."""
+    spec = load_spec(spec_file(tmp_path, "name: t\nvariants: [{algorithm: grpo}]\nsearch: {metric: val/avg/acc, "
+                                         "space: {algorithm.params.eps_low: {type: float, low: 0.1, high: 0.3}}}\n"))
+    a, b = 0.2134561234, 0.2134564321  # equal to 6 significant digits
+    ids = {search_trial(spec.trials[0], {"algorithm.params.eps_low": v}).trial_id for v in (a, b)}
+    assert len(ids) == 2 and f"grpo-lo{a!r}.s0" in ids
+    again = search_trial(spec.trials[0], {"algorithm.params.eps_low": a})
+    assert again.trial_id in ids and again.config.algorithm.params["eps_low"] == a  # stable, and the exact value
