@@ -147,7 +147,7 @@ def report_cmd(
             typer.echo(f"note: sweep {data.sweep!r} has no parent run (tag role=parent); report not logged to MLflow",
                        err=True)
         paths = write_report(data, out, cfg, log_to_run=data.parent_run_id if log else None,
-                             tracking_uri=data.tracking_uri)
+                             tracking_uri=data.tracking_uri, figures_in_background=True)
     except (ValueError, TypeError, OSError) as e:
         typer.echo(f"error: {mask_uri(str(e))}", err=True)
         raise typer.Exit(2) from None

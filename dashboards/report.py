@@ -41,7 +41,7 @@ from dashboards.grid_stats import MECHANISMS
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
 )
-from dashboards.static_figures import write_static_figures
+from dashboards.static_figures import static_figures_in_background, write_static_figures
 from dashboards.sweep_tables import failed_trials, table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
 from tracking_store.client import open_existing
@@ -131,8 +131,11 @@ details pre{background:#f6f6f6;padding:8px;overflow:auto}"""
 
 
 def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | None = None, *,
-                 log_to_run: str | None = None, tracking_uri: str | None = None) -> dict[str, Path]:
-    """Write the report files into out_dir; return {format: path}. See the module docstring."""
+                 log_to_run: str | None = None, tracking_uri: str | None = None,
+                 figures_in_background: bool = False) -> dict[str, Path]:
+    """Write the report files into out_dir; return {format: path}. See the module docstring.
+    ``figures_in_background``: the static figures are drawn by a forked process meanwhile (a process
+    without other threads only: `sweep report`)."""
     cfg = (config or ReportConfig()).validate()
     cfg = dataclasses.replace(cfg, table=with_declared_benchmarks(data, cfg.table))  # table and curves alike
     out = Path(out_dir)
@@ -170,18 +173,23 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
     notes += curve_notes
-    paths.update(write_static_figures(specs, out, cfg.formats))
-    paths.update(write_aggregate_figure(blocks, cfg.table, out, cfg.formats))
+    join_static = static_figures_in_background(specs, out, cfg.formats) if figures_in_background else None
+    static_paths = {} if join_static else write_static_figures(specs, out, cfg.formats)
+    aggregate = write_aggregate_figure(blocks, cfg.table, out, cfg.formats)
     if "html" in cfg.formats:
         extra = aggregates_html(blocks, cfg.table)
         if blocks:
             extra += _fig_html(plotly_aggregates(blocks, cfg.table), "fig-aggregates")
         if grid is not None:
             extra += grid.html(paths)
+        html_page = _page(title, data, table, sections, notes, cfg, extra)
+    client = open_existing(tracking_uri or data.tracking_uri) if log_to_run else None  # beside the drawing
+    paths.update(join_static() if join_static else static_paths)
+    paths.update(aggregate)
+    if "html" in cfg.formats:
         paths["html"] = out / "report.html"
-        paths["html"].write_text(_page(title, data, table, sections, notes, cfg, extra), encoding="utf-8")
+        paths["html"].write_text(html_page, encoding="utf-8")
     if log_to_run:
-        client = open_existing(tracking_uri or data.tracking_uri)
         for p in paths.values():
             client.log_artifact(log_to_run, str(p), artifact_path="report" if p.parent == out else "report/figures")
         spec_file = client.get_run(log_to_run).data.tags.get("spec_file")

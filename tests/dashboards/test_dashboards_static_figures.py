@@ -131,3 +131,19 @@ def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
                                    "'png:m-small-dynamics']", cache, cache]
     assert list((out / ".matplotlib").glob("fontlist-*.json")), "the font cache is in the report folder"
     assert [p for p in home.rglob("*")] == []
+
+
+def test_figures_drawn_in_a_forked_process_are_the_same_files(known_data, tmp_path):
+    """`sweep report` draws its static figures in a forked process beside the rest: the same files, byte for
+    byte, and the same {fmt:name: path} as drawn in place."""
+    from dashboards.report import ReportConfig, figure_specs
+    from dashboards.static_figures import static_figures_in_background, write_static_figures
+
+    specs = figure_specs(known_data.history, ReportConfig(), model="m-small")
+    here = write_static_figures(specs, tmp_path / "here", ["png", "pdf"])
+    join = static_figures_in_background(specs, tmp_path / "forked", ["png", "pdf"])
+    there = join()
+    assert list(there) == list(here) and len(here) == 2 * len(specs)
+    for key, path in here.items():
+        assert there[key] == tmp_path / "forked" / path.relative_to(tmp_path / "here")
+        assert there[key].read_bytes() == path.read_bytes(), key
