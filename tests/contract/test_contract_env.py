@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from contract.env import ENV_VARS, FORWARD_ENTROPY, RAY_AUTH_TOKEN, EnvVar, markdown_table
+from source_scan import PACKAGES, REPO, docstring_ids
 
 
 def test_bool_variables_parse_the_usual_spellings_and_name_a_bad_one(monkeypatch):
@@ -41,18 +42,6 @@ def test_registry_has_one_documented_entry_per_name():
     assert all(v.doc.strip() and v.name.isupper() for v in ENV_VARS)
 
 
-PACKAGES = ("contract", "tracking_store", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps")
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _docstrings(tree: ast.AST) -> set[int]:
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                ids.add(id(first.value))
-    return ids
 
 
 def _is_environ(node: ast.AST) -> bool:
@@ -64,7 +53,7 @@ def raw_environment_uses(path: Path, registered: set[str]) -> list[str]:
     """'file:line: text' of each registered name spelled as a string, and of each os.environ / os.getenv use
     whose variable is a string literal (registered or not): both must go through contract/env.py."""
     tree = ast.parse(path.read_text(), str(path))
-    skip, found = _docstrings(tree), []
+    skip, found = docstring_ids(tree), []
     where = lambda node, text: f"{path.relative_to(REPO)}:{node.lineno}: {text}"  # noqa: E731
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \

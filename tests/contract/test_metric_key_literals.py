@@ -7,26 +7,14 @@ import ast
 from pathlib import Path
 
 from contract.metrics import ACTOR, EVAL, LAST, PERF, RESPONSE_LENGTH, REWARD, TRIAL, VAL
-
-REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("contract", "tracking_store", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps")
+from source_scan import PACKAGES, REPO, docstring_ids
 NAMESPACES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, PERF, EVAL, TRIAL, LAST)
-
-
-def _docstrings(tree: ast.AST) -> set[int]:
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                ids.add(id(first.value))
-    return ids
 
 
 def metric_literals(path: Path) -> list[str]:
     """'file:line: text' of each string constant (f-string parts included) that starts like a metric key."""
     tree = ast.parse(path.read_text(), str(path))
-    skip = _docstrings(tree)
+    skip = docstring_ids(tree)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
