@@ -14,6 +14,7 @@ import torch
 
 from test_local_trainer import SMALL
 from trainers.api import TrainingDiverged
+from trainers import config as config_module
 from trainers.config import load_trial_config
 from trainers.local import trainer as trainer_module
 from trainers.local.trainer import LocalTrainer
@@ -66,7 +67,7 @@ def test_huge_lr_diverges_before_the_update(overrides, step, what):
 
 
 def test_nan_loss_raises_before_backward_and_update(monkeypatch):
-    real = trainer_module.get_objective
+    real = config_module.get_objective  # what AlgorithmConfig.objective() builds the trainer's objective with
 
     def nan_objective(*args, **kwargs):
         objective = real(*args, **kwargs)
@@ -79,7 +80,7 @@ def test_nan_loss_raises_before_backward_and_update(monkeypatch):
                 return loss * float("nan"), metrics
         return Nan()
 
-    monkeypatch.setattr(trainer_module, "get_objective", nan_objective)
+    monkeypatch.setattr(config_module, "get_objective", nan_objective)
     err, reported, trainer, snapshot = diverge([])
     assert (err.step, err.what, reported) == (1, "loss", [0])
     assert snapshot["updates"] == 0  # no update ever ran: the base model's parameters
