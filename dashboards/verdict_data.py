@@ -46,6 +46,7 @@ def _fetch(client, run_id: str, path: str, scratch: str, artifact_uri: str | Non
         except OSError:
             return None
     try:
+        Path(scratch).mkdir(parents=True, exist_ok=True)
         local = client.download_artifacts(run_id, path, scratch)
     except Exception:  # noqa: BLE001 - not recorded (an older run) or unreadable: the cell falls back
         return None
@@ -67,8 +68,7 @@ def fetch_verdicts(client, wanted: list[tuple[str, int]], family: str, workers: 
     with tempfile.TemporaryDirectory(prefix="verdicts-") as scratch:
         def one(pair):
             run_id, step = pair
-            sub = Path(scratch) / f"{run_id}-{step}"
-            sub.mkdir()
+            sub = Path(scratch) / f"{run_id}-{step}"  # made only for a download (_fetch)
             return pair, _fetch(client, run_id, verdicts_artifact(family, step), str(sub), artifact_uris.get(run_id))
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
