@@ -1,5 +1,5 @@
-"""`python -m dashboards [--smoke | report ... | table ...]`: see dashboards/cli.py."""
+"""`python -m dashboards --smoke [--keep]`: see dashboards/smoke.py."""
 
-from dashboards.cli import main
+from dashboards.smoke import main
 
-main()
+raise SystemExit(main())

@@ -3,6 +3,7 @@
     recorded = recorded_spec(client, parent_run_id)   # {} when the run has none
     recorded = recorded_spec(None, parent_run_id, artifact_uri)   # local artifacts: read in place, no client
     section = recorded.get("report")                    # the report: section `sweep run` used
+    cfg, notes = report_settings(found, None, {"base": "Base"}, {})   # `sweep report`: recorded, then options
 
 `sweep run` (sweeps/tracking.py) writes the artifact at every run of a sweep: ``spec`` (the YAML as
 written), ``report`` (the report: section with its defaults, i.e. what the end-of-run report used)
@@ -20,6 +21,8 @@ from pathlib import Path
 import yaml
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
+from dashboards.report_config import ReportConfig
+from tracking_store.client import open_existing
 from tracking_store.tables import local_artifact_dir
 
 RESOLVED_SPEC = "spec/resolved.yaml"  # artifact path on the sweep's parent run (for people)
@@ -86,3 +89,38 @@ def changed_settings(made, recorded) -> list[str]:
 
     mine, theirs = flat(made), flat(recorded)
     return [f"{k}: {theirs[k]!r} -> {mine[k]!r}" for k in mine if mine[k] != theirs[k]]
+
+
+def report_settings(found, spec_section: dict | None, table: dict, top: dict,
+                    source: str = "options") -> tuple[ReportConfig, list[str]]:
+    """(the report's settings, notes for the user) for `sweep report`: the `report:` section recorded with
+    the sweep (``found``: its dashboards.collect.SweepRuns), or ``spec_section`` (a --spec file's; benchmark
+    and method order still from the recorded one when it leaves them out), then ``top`` (curves, band, ...)
+    and ``table`` (the table's keys) given as options; a note names each setting that differs from the
+    recorded report, ``source`` saying where the difference came from."""
+    recorded, complete, parent, notes = None, False, found.parent, []
+    if parent is not None:
+        local = local_artifact_dir(parent.artifact_uri)  # read in place, else through MLflow
+        client = None if local is not None else (found.client or open_existing(found.tracking_uri))
+        recorded, complete = recorded_report_section(recorded_spec(client, parent.run_id, parent.artifact_uri))
+    if recorded is not None and not complete and spec_section is None:
+        notes.append(f"sweep {found.sweep!r} was recorded with its spec's report: section only (not the benchmark "
+                     "and method order `sweep run` added): those come from the recorded trials")
+    if spec_section is not None:
+        section = spec_section
+        order = section.setdefault("table", {})
+        for key in ("benchmarks", "methods"):  # the order a spec's trials give them (sweeps/spec_sections.py)
+            if key not in order and key in ((recorded or {}).get("table") or {}):
+                order[key] = recorded["table"][key]
+    elif recorded is not None:
+        section = recorded
+    else:
+        section = {}
+        notes.append(f"no spec is recorded with sweep {found.sweep!r}: default report settings "
+                     "(pass --spec FILE for a spec's report: section)")
+    cfg = ReportConfig.from_dict({**section, **top, "table": {**(section.get("table") or {}), **table}})
+    changed = changed_settings(cfg, ReportConfig.from_dict(recorded)) if recorded is not None else []
+    if changed:
+        notes.append(f"this report differs from the one recorded with sweep {found.sweep!r} ({source}): "
+                     + "; ".join(changed))
+    return cfg, notes

@@ -34,7 +34,7 @@ from pathlib import Path
 from mlflow.entities import RunTag
 
 from contract.metrics import VAL, last_key
-from contract.run_layout import RAY_ATTEMPT_FORMAT, RunLayout
+from contract.run_layout import RAY_ATTEMPT_FORMAT, RunLayout, SweepLayout
 from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.placement import Placement, plan
@@ -118,43 +118,15 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
 
 def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: float,
                 placement: Placement) -> SweepResult:
-    from ray import tune
-
     tracking_uri = resolve_uri(options.tracking_uri, run_dir)
     layout = RunLayout(run_dir).sweep(spec.name)
-    results_dir, scratch = layout.ray_results, layout.scratch
-    state = DriverState(scratch=scratch, slot=dict(placement.tune_resources),
+    state = DriverState(scratch=layout.scratch, slot=dict(placement.tune_resources),
                         by_id={} if spec.search else {t.trial_id: t for t in spec.trials})
     journal = Journal(layout.journal(tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
                                   trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))
-    opener = None
-    if tracking_uri == default_uri(run_dir) and not layout.run.store.exists():
-        # A new store: nothing is recorded, every trial runs. MLflow creates its tables (seconds of
-        # CPU) in a thread while Ray starts (the driver mostly waits for its daemons) and Tune starts the
-        # trial workers; the tracking writer waits for the tracker if need be.
-        recorded = None
-        if journal.pending():  # written for a store that is gone: it cannot be replayed anywhere
-            kept = journal.set_aside("store-gone")
-            _echo(f"note: the journal of this sweep held steps for a store that no longer exists "
-                  f"({mask_uri(tracking_uri)}); kept in {kept}, starting a new one")
-
-        def open_store():
-            try:
-                state.tracker = _open_tracker(spec, tracking_uri, run_dir)
-            except BaseException as err:  # noqa: BLE001 - re-raised by the callbacks and below
-                state.failure = err
-
-        opener = threading.Thread(target=open_store, daemon=True)
-        opener.start()  # Ray starts at the top of the try below (a failure there ends the sweep FAILED)
-        state.writer.start()
-    else:
-        recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
-        if journal.pending():  # an earlier driver's steps that never reached the store: written first
-            _replay(journal, state, options.tracking_outage_limit_s)
-        state.writer.start()
-        state.writer.accepted = {tid: info["last_step"] for tid, info in recorded.children.items()}
-    scratch.mkdir(parents=True, exist_ok=True)
+    recorded, opener = _start_tracking(spec, options, tracking_uri, run_dir, state, journal)
+    layout.scratch.mkdir(parents=True, exist_ok=True)
     if spec.search:  # the one trial of the spec is the template the samples are drawn around
         statuses, pending, shown = {}, spec.trials[:1], []
     else:
@@ -176,30 +148,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
             if spec.search and search_kwargs["num_samples"] == 0:
                 pending = []  # every requested sample already FINISHED in an earlier run
             if pending:
-                protocol = spec.eval.to_dict() if spec.eval else None
-                payloads = [trial_payload(t, checkpoint_candidates(results_dir, t.trial_id, recorded.last_step(t.trial_id))
-                                          if recorded else [], scratch, spec.report_interval_s, spec.stall_timeout_s,
-                                          protocol, spec.stop)
-                            for t in pending]
-                tuner = tune.Tuner(
-                    tune.with_resources(_trainable(spec, payloads), placement.tune_resources),
-                    param_space=_param_space(spec, payloads),
-                    tune_config=tune.TuneConfig(max_concurrent_trials=placement.max_concurrent,
-                                                scheduler=_scheduler(spec),
-                                                reuse_actors=True,  # later trials skip worker start-up + imports
-                                                trial_dirname_creator=_dirname, trial_name_creator=_dirname,
-                                                **search_kwargs),
-                    run_config=tune.RunConfig(
-                        name=time.strftime(RAY_ATTEMPT_FORMAT), storage_path=str(results_dir),
-                        failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-                        checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
-                        callbacks=[MlflowLogger(state)], verbose=0),
-                )
-                if state.progress:
-                    with state.progress:
-                        tuner.fit()
-                else:
-                    tuner.fit()
+                _fit(spec, state, placement, recorded, pending, layout, search_kwargs)
                 statuses.update(state.outcomes)
                 if any(s == "FAILED" for s in statuses.values()):
                     status = "FAILED"
@@ -226,6 +175,69 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
             opener.join()
         _close_tracking(state, status, cluster)
     return SweepResult(tracking_uri, state.wait_for_tracker().parent_id, statuses, time.time() - started)
+
+
+def _start_tracking(spec: SweepSpec, options: RunOptions, tracking_uri: str, run_dir: Path, state: DriverState,
+                    journal: Journal) -> tuple[SweepTracker | None, threading.Thread | None]:
+    """(what the store records of the sweep, the thread opening a new store): the tracker opened and the
+    tracking writer started. A new default store records nothing, so every trial runs: MLflow creates its
+    tables (seconds of CPU) in a thread while Ray starts and Tune starts the trial workers (the writer waits
+    for the tracker if need be). An existing store is opened first, an earlier driver's unwritten steps
+    replayed into it, and the steps it holds are what the writer accepts as written."""
+    if tracking_uri == default_uri(run_dir) and not RunLayout(run_dir).store.exists():
+        if journal.pending():  # written for a store that is gone: it cannot be replayed anywhere
+            kept = journal.set_aside("store-gone")
+            _echo(f"note: the journal of this sweep held steps for a store that no longer exists "
+                  f"({mask_uri(tracking_uri)}); kept in {kept}, starting a new one")
+
+        def open_store():
+            try:
+                state.tracker = _open_tracker(spec, tracking_uri, run_dir)
+            except BaseException as err:  # noqa: BLE001 - re-raised by the callbacks and by _run_locked
+                state.failure = err
+
+        opener = threading.Thread(target=open_store, daemon=True)
+        opener.start()  # Ray starts in _run_locked's try (a failure there ends the sweep FAILED)
+        state.writer.start()
+        return None, opener
+    recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
+    if journal.pending():  # an earlier driver's steps that never reached the store: written first
+        _replay(journal, state, options.tracking_outage_limit_s)
+    state.writer.start()
+    state.writer.accepted = {tid: info["last_step"] for tid, info in recorded.children.items()}
+    return recorded, None
+
+
+def _fit(spec: SweepSpec, state: DriverState, placement: Placement, recorded: SweepTracker | None,
+         pending: list, layout: SweepLayout, search_kwargs: dict) -> None:
+    """One Tune run of the pending trials (each resumed from its newest usable checkpoint), the live table
+    drawn while it runs; each trial's outcome lands in ``state.outcomes``."""
+    from ray import tune
+
+    protocol = spec.eval.to_dict() if spec.eval else None
+    payloads = [trial_payload(t, checkpoint_candidates(layout.ray_results, t.trial_id, recorded.last_step(t.trial_id))
+                              if recorded else [], layout.scratch, spec.report_interval_s, spec.stall_timeout_s,
+                              protocol, spec.stop)
+                for t in pending]
+    tuner = tune.Tuner(
+        tune.with_resources(_trainable(spec, payloads), placement.tune_resources),
+        param_space=_param_space(spec, payloads),
+        tune_config=tune.TuneConfig(max_concurrent_trials=placement.max_concurrent,
+                                    scheduler=_scheduler(spec),
+                                    reuse_actors=True,  # later trials skip worker start-up + imports
+                                    trial_dirname_creator=_dirname, trial_name_creator=_dirname,
+                                    **search_kwargs),
+        run_config=tune.RunConfig(
+            name=time.strftime(RAY_ATTEMPT_FORMAT), storage_path=str(layout.ray_results),
+            failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
+            callbacks=[MlflowLogger(state)], verbose=0),
+    )
+    if state.progress:
+        with state.progress:
+            tuner.fit()
+    else:
+        tuner.fit()
 
 
 def _replay(journal: Journal, state: DriverState, limit_s: float) -> None:

@@ -40,15 +40,14 @@ import copy
 import hashlib
 import json
 import itertools
-import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
+from sweeps.spec_variants import MAX_LABEL, flatten, variant_axes
 from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
                                   positive_int, report_with_defaults)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
@@ -60,15 +59,13 @@ from trainers.config import ConfigError, TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
 
 __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
-           "method_label", "resolve_spec_path", "search_trial"]
+           "method_label", "resolve_spec_path", "search_trial", "MAX_LABEL"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent", "max_failures",
              "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval", "stop")
-TRIAL_SECTIONS = tuple(trial_schema())  # model, data, ..., seed, backend and each backend's own section
 SECTIONS = tuple(k for k, v in trial_schema().items() if v is not None)  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_SEED = 2**32 - 1
-MAX_LABEL = 60
 
 
 @dataclass
@@ -158,57 +155,6 @@ def search_trial(template: Trial, values: dict[str, Any]) -> Trial:
     return Trial(f"{cid}.s{cfg.seed}", cid, template.method, template.variant, cfg)
 
 
-def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
-    """Normalise a variant into ordered (key path, value-or-axis) pairs."""
-    if not isinstance(variant, dict):
-        raise SpecError(f"{where}: expected a mapping, got {variant!r}")
-    if "algorithm" not in variant:
-        raise SpecError(f"{where}: missing key 'algorithm' (one of {sorted(OBJECTIVES)})")
-    name = variant["algorithm"]
-    if not isinstance(name, str) or name not in OBJECTIVES:
-        raise unknown_key(f"{where}.algorithm", name, OBJECTIVES)
-    param_names = list(OBJECTIVES[name].param_docs())
-    pairs: list[tuple[str, Any]] = [("algorithm.name", name)]
-    for key, value in variant.items():
-        if key in ("algorithm", "label"):
-            continue
-        if key == "clip":
-            if not isinstance(value, dict) or set(value) - {"low", "high"} or not value:
-                raise SpecError(f"{where}.clip: expected a mapping with 'low' and/or 'high', got {value!r}")
-            for side, v in value.items():
-                pairs.append((f"algorithm.params.eps_{side}", v))
-        elif key == "seed":  # the trial seed is set per trial from the spec's `seeds`
-            raise SpecError(f"{where}.seed: a variant cannot set the seed; list seeds in the top-level 'seeds' key")
-        elif key in param_names:
-            pairs.append((f"algorithm.params.{key}", value))
-        elif key.split(".")[0] in TRIAL_SECTIONS:
-            if isinstance(value, dict) and "." not in key:
-                pairs.extend((f"{key}.{k}", v) for k, v in _flatten(value).items())
-            else:
-                pairs.append((key, value))
-        else:
-            raise unknown_key(where, key, ["label", "clip", "algorithm"] + param_names + list(TRIAL_SECTIONS))
-    return pairs
-
-
-def _is_axis(key: str, value: Any) -> bool:
-    if not isinstance(value, list):
-        return False
-    if key == "data.benchmarks":  # a list-valued field: a list of lists is an axis
-        return all(isinstance(v, list) for v in value)
-    return True
-
-
 def method_label(cfg: TrialConfig) -> str:
     """Display name of a method in tables: GRPO, SSPO (atanlog), DHPO-A, DHPO-E (unified), ...
     (the objective's ObjectiveSpec.label_for its parameters)."""
@@ -238,43 +184,46 @@ def _absolute_paths(data: dict, base: Path) -> None:
         m["path"] = str((base / m["path"]).resolve())
 
 
-def _check_label(label: Any, where: str) -> None:
-    bad = label is None or not isinstance(label, str) or not label.strip() or len(label) > MAX_LABEL or any(
-        unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in label)
-    if bad:
-        raise SpecError(f"{where}.label: expected a method name of 1-{MAX_LABEL} characters (spaces allowed; no "
-                        f"control characters or line breaks), got {label!r}")
-
-
-def _variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> list[list[tuple[str, list]]]:
-    """Each variant's checked axes and label; SpecError, before anything is expanded, when the grid
-    (axis lengths x seeds, summed over the variants) exceeds max_trials."""
-    all_axes, total = [], 0
-    for vi, variant in enumerate(variants):
-        where = f"{src}: variants[{vi}]"
-        axes = [(k, v) if _is_axis(k, v) else (k, [v]) for k, v in _variant_settings(variant, where)]
-        for k, v in axes:
-            if not v:
-                raise SpecError(f"{where}.{k}: empty list: a grid axis needs at least one value")
-        if "label" in variant:
-            _check_label(variant["label"], where)
-        n = math.prod(len(v) for _, v in axes) * len(seeds)
-        total += n
-        if total > max_trials:
-            shape = " x ".join(str(len(v)) for _, v in axes if len(v) > 1) or "1"
-            so_far = f"; {total} with the variants before it" if vi else ""
-            raise SpecError(f"{where}: expands to {n} trials ({shape} configuration(s) x {len(seeds)} seed(s)){so_far}, "
-                            f"more than max_trials = {max_trials}; expected a smaller grid, or raise the cap with "
-                            f"the top-level key max_trials: {total} (or the override max_trials={total})")
-        all_axes.append(axes)
-    return all_axes
-
-
 def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd: Path | None = None) -> SweepSpec:
     """Load, compose, expand and validate a sweep spec. ``overrides``: Hydra overrides of the spec
     (``seeds=[0]``, ``+max_trials=50``, ``~search``), of its base trial config (``base.trainer.lr=3e-4``,
     ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see sweeps/spec_overrides.py."""
     path = resolve_spec_path(name_or_path)
+    src = str(path)
+    raw, trial_overrides = _read_raw(path, overrides or [])
+    name, seeds = _name_and_seeds(raw, src)
+    variants = raw.get("variants")
+    if not isinstance(variants, list) or not variants:
+        raise SpecError(f"{src}: variants: expected a non-empty list of variants (the grid is empty)")
+    max_trials = positive_int(raw, "max_trials", 10_000, src)
+    all_axes = variant_axes(variants, seeds, max_trials, src)
+    base = _base_config(raw, trial_overrides, src)
+    resources = parse_resources(raw.get("resources", {}), src)
+    max_concurrent = positive_int(raw, "max_concurrent", 2, src)
+    max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
+    report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
+    stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
+    trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd())
+    search = check_search(raw.get("search"), src)
+    if search is not None:
+        _check_search_space(search, trials, src)
+    try:  # e.g. verl: each trial's main_ppo config composed and checked by verl's own schema
+        preflight([t.config for t in trials], src)
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
+    scheduler = check_scheduler(raw.get("scheduler"), src)
+    eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd(), trials[0].config.data.eval_files if trials else {})
+    report = report_with_defaults(check_report(raw.get("report", {}), src), trials, eval_cfg)
+    try:
+        stop = parse_stop_rules(raw.get("stop"), src)
+    except StopRuleError as err:
+        raise SpecError(str(err)) from None
+    return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
+                     report_interval_s, stall_timeout_s, eval_cfg, stop)
+
+
+def _read_raw(path: Path, overrides: list[str]) -> tuple[dict, list]:
+    """(the spec's mapping with the spec's own overrides applied, the overrides left for the trial config)."""
     src = str(path)
     try:
         raw = parse_yaml(path.read_text(encoding="utf-8"), src)
@@ -283,10 +232,14 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     if not isinstance(raw, dict):
         raise SpecError(f"{src}: expected a mapping at the top level")
     check_values(raw, src)
-    trial_overrides = apply_spec_overrides(raw, parse_overrides(overrides or [], src), SPEC_KEYS)
+    trial_overrides = apply_spec_overrides(raw, parse_overrides(overrides, src), SPEC_KEYS)
     for key in raw:
         if key not in SPEC_KEYS:
             raise unknown_key(src, key, SPEC_KEYS)
+    return raw, trial_overrides
+
+
+def _name_and_seeds(raw: dict, src: str) -> tuple[str, list[int]]:
     name = raw.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
         raise SpecError(f"{src}: name: expected 1-100 characters of letters, digits, '_', '.', '-' (starting with a "
@@ -299,11 +252,11 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
         raise SpecError(f"{src}: seeds: expected a non-empty list of integers in [0, {MAX_SEED}], got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise SpecError(f"{src}: seeds: duplicate seeds in {seeds}")
-    variants = raw.get("variants")
-    if not isinstance(variants, list) or not variants:
-        raise SpecError(f"{src}: variants: expected a non-empty list of variants (the grid is empty)")
-    max_trials = positive_int(raw, "max_trials", 10_000, src)
-    all_axes = _variant_axes(variants, seeds, max_trials, src)
+    return name, seeds
+
+
+def _base_config(raw: dict, trial_overrides: list, src: str) -> dict:
+    """The base trial config: the defaults: presets composed, the base: section over them, then the overrides."""
     base = compose_base(raw.get("defaults", []), src)
     if raw.get("base") is not None:
         if not isinstance(raw["base"], dict):
@@ -313,15 +266,14 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 hint = (f"; to switch the {key} preset use defaults: [{{{key}: {value}}}] or the override {key}={value}"
                         if key in preset_groups() and isinstance(value, str) else "")
                 raise SpecError(f"{src}: base.{key}: expected a mapping of {key} settings, got {value!r}{hint}")
-        for key, value in _flatten(raw["base"]).items():
+        for key, value in flatten(raw["base"]).items():
             _set_dotted(base, key, value, f"{src}: base")
     apply_trial_overrides(base, trial_overrides)
-    resources = parse_resources(raw.get("resources", {}), src)
-    max_concurrent = positive_int(raw, "max_concurrent", 2, src)
-    max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
-    report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
-    stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
+    return base
 
+
+def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resources, src: str, cwd: Path) -> list[Trial]:
+    """Every trial: each variant's grid of axis values times the seeds, each config validated."""
     trials: list[Trial] = []
     seen: dict[str, str] = {}
     for vi, (variant, axes) in enumerate(zip(variants, all_axes)):
@@ -337,7 +289,7 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                 for key, value in chosen:
                     _set_dotted(data, key, value, where)
                 data["seed"] = seed
-                _absolute_paths(data, cwd or Path.cwd())
+                _absolute_paths(data, cwd)
                 resolve_resources(data, resources)  # e.g. verl.device: auto -> cpu or cuda
                 try:
                     cfg = TrialConfig.from_dict(data, source=where)
@@ -350,32 +302,22 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
                                     "give the variants different values or a distinguishing key")
                 seen[trial_id] = where
                 trials.append(Trial(trial_id, cid, label or method_label(cfg), vi, cfg))
-    search = check_search(raw.get("search"), src)
-    if search is not None:
-        configs = {t.config_id for t in trials}
-        if len(configs) != 1:
-            raise SpecError(f"{src}: search: expected exactly one variant without grid axes to search around, "
-                            f"got {len(configs)} configurations ({sorted(configs)[:4]}...)")
-        for key in search["space"]:
-            template = _set_dotted(copy.deepcopy(trials[0].config.to_dict()), key, _example(search["space"][key]),
-                                   f"{src}: search.space.{key}")
-            try:
-                TrialConfig.from_dict(template, source=f"{src}: search.space")
-            except ConfigError as err:
-                raise SpecError(str(err)) from None
-    try:  # e.g. verl: each trial's main_ppo config composed and checked by verl's own schema
-        preflight([t.config for t in trials], src)
-    except ConfigError as err:
-        raise SpecError(str(err)) from None
-    scheduler = check_scheduler(raw.get("scheduler"), src)
-    eval_cfg = check_eval(raw.get("eval"), src, cwd or Path.cwd(), trials[0].config.data.eval_files if trials else {})
-    report = report_with_defaults(check_report(raw.get("report", {}), src), trials, eval_cfg)
-    try:
-        stop = parse_stop_rules(raw.get("stop"), src)
-    except StopRuleError as err:
-        raise SpecError(str(err)) from None
-    return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
-                     report_interval_s, stall_timeout_s, eval_cfg, stop)
+    return trials
+
+
+def _check_search_space(search: dict, trials: list[Trial], src: str) -> None:
+    """A search runs around one configuration, and each key of its space is a valid trial-config key."""
+    configs = {t.config_id for t in trials}
+    if len(configs) != 1:
+        raise SpecError(f"{src}: search: expected exactly one variant without grid axes to search around, "
+                        f"got {len(configs)} configurations ({sorted(configs)[:4]}...)")
+    for key in search["space"]:
+        template = _set_dotted(copy.deepcopy(trials[0].config.to_dict()), key, _example(search["space"][key]),
+                               f"{src}: search.space.{key}")
+        try:
+            TrialConfig.from_dict(template, source=f"{src}: search.space")
+        except ConfigError as err:
+            raise SpecError(str(err)) from None
 
 
 def _seconds(raw: dict, key: str, default: float, src: str) -> float:

@@ -2,6 +2,7 @@
 
     runs, parent, resolved = recorded_trials(uri, "dhpo_vs_baselines")  # trial id -> RunRecord; StoreMissing if none
     rows = planned_from_store(resolved, runs)                           # every trial of the spec as last run
+    cells = status_cells(rows, runs)                                    # STATUS_HEADER's columns, one row a trial
 
 The plan comes from the parent run's ``spec/resolved.json`` (or ``.yaml``: every trial id and config of the spec as last
 run, overrides included: sweeps/tracking.py writes it), so a name is enough; trials recorded but no longer
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract.metrics import TRIAL_STEP, VAL_AVG
 from dashboards.recorded_spec import recorded_spec
 from tracking_store.client import StoreMissing, open_existing, require_store, sweep_experiment
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs, trial_runs
@@ -64,6 +66,22 @@ def planned_from_store(resolved: dict, runs: dict[str, RunRecord]) -> list[Statu
         run = runs[tid]
         steps = run.params.get("trainer.steps")
         rows.append(StatusRow(tid, run.tags.get("method", ""), int(steps) if steps and steps.isdigit() else None))
+    return rows
+
+
+STATUS_HEADER = ("trial id", "method", "state", "step", VAL_AVG)
+
+
+def status_cells(planned: list[StatusRow], runs: dict[str, RunRecord]) -> list[tuple[str, ...]]:
+    """One row of STATUS_HEADER per planned trial: its MLflow state (NOT STARTED without a run), the last
+    logged step out of the planned ones and the last val/avg/acc."""
+    rows = []
+    for row in planned:
+        r = runs.get(row.trial_id)
+        state = r.status if r else "NOT STARTED"
+        step = int(r.metrics.get(TRIAL_STEP, 0)) if r else 0
+        acc = f"{r.metrics[VAL_AVG]:.3f}" if r and VAL_AVG in r.metrics else ""
+        rows.append((row.trial_id, row.method, state, f"{step}/{row.steps}" if row.steps else str(step), acc))
     return rows
 
 

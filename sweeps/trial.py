@@ -210,6 +210,86 @@ def final_evaluation(payload: dict, cfg, checkpoint: Path, step: int, beat) -> l
     return done
 
 
+class _Reporter:
+    """A trial's side of its results: steps buffered and sent to the driver (at most every
+    ``report_interval_s``, at every checkpoint, at a stop and at the end), each checkpoint marked with
+    its step and config, the stop rules applied, an evaluation's verdicts sent with their step."""
+
+    def __init__(self, cfg, payload: dict, meta: dict, watchdog: _Watchdog):
+        self.cfg, self.meta, self.watchdog = cfg, meta, watchdog
+        self.interval = float(payload.get("report_interval_s", 0.0))
+        self.monitor = StopMonitor([StopRule(**rule) for rule in payload.get("stop") or []])
+        self.startup_log: list[str] = []  # the backend's lines before its first step (resume, checkpoint fallbacks)
+        self.last_val: dict[str, float] = {}
+        self.pending: list[dict] = []  # steps not yet sent to the driver
+        self.last_sent = float("-inf")  # the first result goes out at once (tags, progress)
+        self.last_checkpoint: Path | None = None  # the newest reported checkpoint, kept for the final evaluation
+        self.verdicts: dict[int, str] = {}  # an evaluation's per-problem verdicts, sent with its step
+
+    @property
+    def started(self) -> bool:
+        return "resumed_from" in self.meta
+
+    def record_verdicts(self, step: int, text: str) -> None:
+        self.verdicts[step] = text
+
+    def send(self, step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
+        from ray import tune
+
+        result = {**metrics, **self.last_val, "step": step, "meta": json.dumps(self.meta),
+                  "checkpointed": checkpoint_dir is not None, "steps": json.dumps(self.pending)}
+        self.pending.clear()
+        self.last_sent = time.monotonic()
+        if checkpoint_dir is None:
+            tune.report(result)
+            return
+        (Path(checkpoint_dir) / STEP_FILE).write_text(str(step))
+        (Path(checkpoint_dir) / TRIAL_FILE).write_text(json.dumps(self.cfg.to_dict()))
+        tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+        if self.last_checkpoint is not None:  # Tune keeps its persisted copies
+            shutil.rmtree(self.last_checkpoint, ignore_errors=True)
+        self.last_checkpoint = Path(checkpoint_dir)
+
+    def report(self, step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
+        """The backend's report callback: one step (TrialStopped out of it when a stop rule fires)."""
+        self.watchdog.beat()
+        if not self.started:  # the first step after (re)start: step 0 is the base evaluation
+            self.meta["resumed_from"] = max(step - 1, 0)
+            self.meta["startup_log"] = " | ".join(self.startup_log)[-1000:]
+        self.last_val.update({last_key(k): v for k, v in metrics.items() if k.startswith(VAL)})
+        record = {"step": step, "time": time.time(), "metrics": metrics}
+        if step in self.verdicts:
+            record["verdicts"] = self.verdicts.pop(step)
+        self.pending.append(record)
+        stopped = self.monitor.update(step, metrics) if step > 0 else None  # step 0: the base, before any training
+        if stopped:  # this step is sent (with its checkpoint, if any), then the backend is ended
+            self.send(step, {**metrics, "stopped_by": stopped}, checkpoint_dir)
+            raise TrialStopped(stopped)
+        if checkpoint_dir is not None or time.monotonic() - self.last_sent >= self.interval:
+            self.send(step, metrics, checkpoint_dir)
+
+    def flush(self, final: dict | None) -> None:
+        """The steps still buffered when a backend ended without a final checkpoint."""
+        if self.pending:
+            self.send(self.pending[-1]["step"], final or self.pending[-1]["metrics"], None)
+
+    def diverged(self, err) -> None:
+        """A last result carrying ``diverged``: the driver marks the trial FAILED, Tune does not retry it."""
+        last = self.pending[-1] if self.pending else {"step": err.step, "metrics": {}}
+        self.send(last["step"], {**last["metrics"], "diverged": str(err)}, None)
+
+
+def _resume_candidates(payload: dict, scratch: Path) -> list[Path]:
+    """Newest first: Tune's checkpoint of this run (a retry after a crash), then earlier runs' ones."""
+    from ray import tune
+
+    resume = [Path(p) for p in payload.get("resume_from") or [] if Path(p).is_dir()]
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        resume.insert(0, Path(checkpoint.to_directory(str(scratch / "resume"))))
+    return resume
+
+
 def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     """Ray Tune function trainable: one trial of the configured backend. A grid trial's payload is
     ``payloads[config[TRIAL_ID]]`` (sweeps/runner.py ``_trainable``), a search sample's ``config["trial"]``."""
@@ -221,71 +301,21 @@ def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     payload = payloads[config[TRIAL_ID]] if TRIAL_ID in config else config["trial"]
     cfg = trial_from_tune_config(config, payload).config
     scratch = Path(tempfile.mkdtemp(prefix=ATTEMPT_PREFIX, dir=payload["scratch_dir"]))
-    # Newest first: Tune's checkpoint of this run (a retry after a crash), then earlier runs' ones.
-    resume = [Path(p) for p in payload.get("resume_from") or [] if Path(p).is_dir()]
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is not None:
-        resume.insert(0, Path(checkpoint.to_directory(str(scratch / "resume"))))
+    resume = _resume_candidates(payload, scratch)
     meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
             "pid": os.getpid()}
-    startup_log: list[str] = []  # the backend's lines before its first step (resume, checkpoint fallbacks)
-    last_val: dict[str, float] = {}
-    interval = float(payload.get("report_interval_s", 0.0))
-    pending: list[dict] = []  # steps not yet sent to the driver
-    last_sent = [float("-inf")]  # the first result goes out at once (tags, progress)
-    last_checkpoint: list[Path | None] = [None]  # the newest reported checkpoint, kept for the final evaluation
-
-    def send(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
-        result = {**metrics, **last_val, "step": step, "meta": json.dumps(meta),
-                  "checkpointed": checkpoint_dir is not None, "steps": json.dumps(pending)}
-        pending.clear()
-        last_sent[0] = time.monotonic()
-        if checkpoint_dir is None:
-            tune.report(result)
-            return
-        (Path(checkpoint_dir) / STEP_FILE).write_text(str(step))
-        (Path(checkpoint_dir) / TRIAL_FILE).write_text(json.dumps(cfg.to_dict()))
-        tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
-        if last_checkpoint[0] is not None:  # Tune keeps its persisted copies
-            shutil.rmtree(last_checkpoint[0], ignore_errors=True)
-        last_checkpoint[0] = Path(checkpoint_dir)
-
     layout, trial_id = SweepLayout.of_scratch(payload["scratch_dir"]), payload["trial_id"]
     note = layout.note(trial_id)  # its lines before the first step, for the driver's terminal
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0), layout.stall_marker(trial_id))
-
-    monitor = StopMonitor([StopRule(**rule) for rule in payload.get("stop") or []])
-    verdicts: dict[int, str] = {}  # an evaluation's per-problem verdicts, sent with its step
-
-    def record_verdicts(step: int, text: str) -> None:
-        verdicts[step] = text
-
-    def report(step: int, metrics: dict, checkpoint_dir: Path | None) -> None:
-        watchdog.beat()
-        if "resumed_from" not in meta:  # the first step after (re)start: step 0 is the base evaluation
-            meta["resumed_from"] = max(step - 1, 0)
-            meta["startup_log"] = " | ".join(startup_log)[-1000:]
-        last_val.update({last_key(k): v for k, v in metrics.items() if k.startswith(VAL)})
-        record = {"step": step, "time": time.time(), "metrics": metrics}
-        if step in verdicts:
-            record["verdicts"] = verdicts.pop(step)
-        pending.append(record)
-        stopped = monitor.update(step, metrics) if step > 0 else None  # step 0: the base, before any training
-        if stopped:  # this step is sent (with its checkpoint, if any), then the backend is ended
-            send(step, {**metrics, "stopped_by": stopped}, checkpoint_dir)
-            raise TrialStopped(stopped)
-        if checkpoint_dir is not None or time.monotonic() - last_sent[0] >= interval:
-            send(step, metrics, checkpoint_dir)
-
+    reporter = _Reporter(cfg, payload, meta, watchdog)
     try:
-        final = get_trainer(cfg.backend)(cfg, report, resume_from=resume or None, workdir=scratch / "checkpoints",
-                                         log=lambda line: _log(line, startup_log, "resumed_from" in meta, note),
-                                         storage_dir=layout.trial_dir(trial_id), verdicts=record_verdicts)
-        if pending:  # a backend that ended without a final checkpoint
-            send(pending[-1]["step"], final or pending[-1]["metrics"], None)
+        final = get_trainer(cfg.backend)(cfg, reporter.report, resume_from=resume or None, workdir=scratch / "checkpoints",
+                                         log=lambda line: _log(line, reporter.startup_log, reporter.started, note),
+                                         storage_dir=layout.trial_dir(trial_id), verdicts=reporter.record_verdicts)
+        reporter.flush(final)
         if payload.get("eval"):
             # the final checkpoint: reported by this attempt, else the one it resumed from (a retry after training)
-            final_ckpt = last_checkpoint[0] or (resume[0] if resume else None)
+            final_ckpt = reporter.last_checkpoint or (resume[0] if resume else None)
             step = _checkpoint_step(final_ckpt)
             if step >= cfg.trainer.steps:
                 evaluations = final_evaluation(payload, cfg, final_ckpt, step, watchdog.beat)
@@ -294,8 +324,7 @@ def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     except TrialStopped:  # a stop rule fired: the trial ends FINISHED (the driver tags it stopped_by)
         pass
     except TrainingDiverged as err:  # a failure of the trial, not of the worker: no retry
-        last = pending[-1] if pending else {"step": err.step, "metrics": {}}
-        send(last["step"], {**last["metrics"], "diverged": str(err)}, None)
+        reporter.diverged(err)
     finally:
         watchdog.done.set()
         shutil.rmtree(scratch, ignore_errors=True)

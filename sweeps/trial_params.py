@@ -8,7 +8,8 @@ draws the params a grid sweeps.
 
 from __future__ import annotations
 
-from sweeps.spec import Trial, _flatten
+from sweeps.spec import Trial
+from sweeps.spec_variants import flatten
 
 
 def logged_params(trial: Trial) -> dict[str, object]:
@@ -22,4 +23,4 @@ def logged_params(trial: Trial) -> dict[str, object]:
         if name != trial.config.backend:
             config.pop(name, None)
     config["algorithm"]["params"] = trial.config.algorithm.typed_params()
-    return _flatten(config)
+    return flatten(config)

@@ -1,4 +1,4 @@
-"""`sweep ui`'s pages and its local MLflow server (sweeps/cli.py `ui` is the command).
+"""`sweep ui`'s pages and its local MLflow server (sweeps/commands/ui.py is the command).
 
     pages = sweep_pages(uri, sweep, server)   # label -> URL: (a grid's view,) the curves view, the trials table, the parent run
     port_taken(port)                          # on 127.0.0.1: the command exits 2 before starting anything

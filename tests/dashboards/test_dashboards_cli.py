@@ -1,4 +1,4 @@
-"""`sweep table` / `sweep report` through typer's CliRunner on a small app, and the smoke mode."""
+"""`sweep table` / `sweep report` through typer's CliRunner through the sweep app, and the smoke mode."""
 
 from __future__ import annotations
 
@@ -13,17 +13,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dashboards.cli import report_cmd, table_cmd
+from sweeps.cli import app as sweep_app
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def app() -> typer.Typer:
-    app = typer.Typer()  # as the sweep CLI registers them
-    app.command("report")(report_cmd)
-    app.command("table")(table_cmd)
-    return app
+    return sweep_app  # the `sweep` command itself
 
 
 @pytest.fixture

@@ -52,14 +52,9 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def app():
-    import typer
+    from sweeps.cli import app
 
-    from dashboards.cli import report_cmd
-
-    app = typer.Typer()
-    app.command("report")(report_cmd)
-    app.command("other")(lambda: None)  # two commands: typer keeps the subcommand name
-    return app
+    return app  # the `sweep` command itself
 
 
 def _report(app, store, out, *args):

@@ -143,12 +143,12 @@ def test_paths_are_made_absolute_in_their_backends_trials(tmp_path):
 
 
 def test_smoke_of_a_verl_spec_is_one_node_and_one_gpu(tmp_path, monkeypatch):
-    from sweeps.cli import _load
+    from sweeps.commands.spec_input import load_user_spec
 
     monkeypatch.chdir(tmp_path)
-    on_gpus = _load(str(_spec(tmp_path, gpus=8, nnodes=2, per_node=4)), [], smoke=True)
+    on_gpus = load_user_spec(str(_spec(tmp_path, gpus=8, nnodes=2, per_node=4)), [], smoke=True)
     assert on_gpus.resources.gpus == 1 and on_gpus.name == "door_smoke"
-    on_cpu = _load(str(_spec(tmp_path, gpus=0, nnodes=2, per_node=2)), [], smoke=True)
+    on_cpu = load_user_spec(str(_spec(tmp_path, gpus=0, nnodes=2, per_node=2)), [], smoke=True)
     assert on_cpu.resources.gpus == 0
     for spec in (on_gpus, on_cpu):
         v = spec.trials[0].config.verl

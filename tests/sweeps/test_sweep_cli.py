@@ -14,7 +14,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sweeps.cli import SMOKE_OVERRIDES, _load, app
+from sweeps.cli import app
+from sweeps.commands.spec_input import SMOKE_OVERRIDES
+from sweeps.commands.spec_input import load_user_spec
 from sweeps.spec import CONFIGS_DIR, load_spec
 from sweep_testlib import REPO, shipped_user_inputs
 
@@ -33,7 +35,7 @@ def flat(text: str) -> str:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
     inputs = shipped_user_inputs(path, INPUTS)  # the model/data paths a spec's first line documents
-    spec = _load(str(path), inputs, smoke=False)
+    spec = load_user_spec(str(path), inputs, smoke=False)
     result = invoke("run", path.name, *inputs, "--dry-run")
     assert result.exit_code == 0, result.output
     for t in spec.trials:
@@ -60,7 +62,7 @@ def test_dry_run_table_is_whole_at_80_columns(path, empty_cwd):
     table = [ln for ln in result.output.splitlines() if ln[:1] in "┏┃┡│└"]
     assert table and max(len(ln) for ln in table) <= 80, max(table, key=len)
     assert "…" not in result.output  # nothing cut: ids, methods and params are shown whole (folded)
-    for t in _load(str(path), inputs, smoke=False).trials:
+    for t in load_user_spec(str(path), inputs, smoke=False).trials:
         for k, v in t.config.algorithm.params.items():
             assert f"{k}={v}" in result.output
 
@@ -99,7 +101,7 @@ def test_dry_run_with_overrides(empty_cwd):
 
 
 def test_overrides_resolve_into_the_trial_configs(empty_cwd):
-    spec = _load("dhpo_vs_baselines", ["trainer.steps=50", "seeds=[0]"], smoke=False)
+    spec = load_user_spec("dhpo_vs_baselines", ["trainer.steps=50", "seeds=[0]"], smoke=False)
     assert len(spec.trials) == 6
     assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(50, 0)}
     # untouched values keep the preset's
@@ -110,7 +112,7 @@ def test_spec_level_overrides_are_not_sent_to_the_trial_config(tmp_path, empty_c
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nvariants: [{algorithm: grpo}]\n"
                     "search: {metric: val/avg/acc, num_samples: 8, space: {trainer.lr: {type: float, low: 1.0e-4, high: 1.0e-2}}}\n")
-    spec = _load(str(path), ["search.num_samples=3", "resources.gpus=0.5", "max_failures=0", "base.trainer.lr=5e-4",
+    spec = load_user_spec(str(path), ["search.num_samples=3", "resources.gpus=0.5", "max_failures=0", "base.trainer.lr=5e-4",
                              "local.warm_start.steps=0"], smoke=False)
     assert spec.search["num_samples"] == 3
     assert (spec.resources.cpus, spec.resources.gpus) == (1.0, 0.5)
@@ -121,7 +123,7 @@ def test_spec_level_overrides_are_not_sent_to_the_trial_config(tmp_path, empty_c
 
 def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
     full = load_spec("dhpo_vs_baselines")
-    spec = _load("dhpo_vs_baselines", [], smoke=True)
+    spec = load_user_spec("dhpo_vs_baselines", [], smoke=True)
     assert len(spec.trials) == len({t.config_id for t in full.trials}) == 6
     assert {t.config.seed for t in spec.trials} == {0}
     assert {t.config.trainer.steps for t in spec.trials} == {4}
@@ -136,13 +138,13 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
-    spec = _load(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
+    spec = load_user_spec(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
     assert {t.config.seed for t in spec.trials} == {0}
     assert max(t.config.trainer.steps for t in spec.trials) <= 10
 
 
 def test_explicit_overrides_win_over_smoke(empty_cwd):
-    spec = _load("dhpo_clip_ablation", ["trainer.steps=6", "seeds=[1]"], smoke=True)
+    spec = load_user_spec("dhpo_clip_ablation", ["trainer.steps=6", "seeds=[1]"], smoke=True)
     assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(6, 1)}
 
 

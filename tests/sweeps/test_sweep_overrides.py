@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from sweeps.cli import _load, app
+from sweeps.cli import app
+from sweeps.commands.spec_input import load_user_spec
 from sweeps.spec import SpecError, load_spec
 
 SPEC = "dhpo_vs_baselines"  # 18 trials; presets trainer=local_tiny (lr 1e-4), model=tiny_qwen3, data=arith
@@ -148,7 +149,7 @@ def test_cli_forms_reach_the_trials(empty_cwd):
     code, out = dry_run(*CLI_FORMS)
     assert code == 0, out
     assert "dhpo_vs_baselines: 6 trials" in out and "grpo-clip0.2-0.2.s0" in out and ".s1" not in out
-    spec = _load(SPEC, CLI_FORMS, smoke=False)
+    spec = load_user_spec(SPEC, CLI_FORMS, smoke=False)
     assert {(t.config.trainer.steps, t.config.trainer.lr, t.config.trainer.eval_k, t.config.local.warm_start.answer_noise)
             for t in spec.trials} == {(50, 1e-4, 2, 0.4)}
 
