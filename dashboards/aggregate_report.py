@@ -1,10 +1,10 @@
 """The report's "Aggregates" section: mean and IQM over benchmarks x seeds, probability of improvement,
 and the interval figure (figures/aggregates.png/.pdf, and plotly in the HTML).
 
-    from dashboards.aggregate_report import study_aggregates, aggregates_html, write_aggregate_figure
+    from dashboards.aggregate_report import study_aggregates, aggregates_html, aggregate_draws
     blocks = study_aggregates(table)     # per model: rows of (label, Aggregate), improvements
     html = aggregates_html(blocks, table.config)
-    paths = write_aggregate_figure(blocks, table.config, out_dir, ["png", "pdf"])
+    paths = save_figures(aggregate_draws(blocks, table.config), out_dir, ["png", "pdf"])  # static_figures.py
 
 A row enters with its per-seed value of every benchmark column (dashboards/aggregates.py: the
 numbers and their stratified-bootstrap intervals); the base row is shown for reference, and the
@@ -163,10 +163,7 @@ def aggregate_figure(blocks: list[Block], cfg: TableConfig):
     return fig
 
 
-def write_aggregate_figure(blocks: list[Block], cfg: TableConfig, out_dir: str | Path, formats) -> dict[str, Path]:
-    """figures/aggregates.<fmt> for png/pdf/svg in formats (as the report's other static figures)."""
-    from dashboards.static_figures import save_figures
+def aggregate_draws(blocks: list[Block], cfg: TableConfig) -> dict:
+    """{"aggregates": a function drawing the aggregates figure} ({} without blocks), for save_figures."""
+    return {"aggregates": lambda: aggregate_figure(blocks, cfg)} if blocks else {}
 
-    if not blocks:
-        return {}
-    return save_figures({"aggregates": lambda: aggregate_figure(blocks, cfg)}, out_dir, formats)

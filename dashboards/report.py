@@ -33,7 +33,7 @@ from plotly.offline import get_plotlyjs
 from contract.metrics import EVAL, SELECT, VAL
 from dashboards import curves as cv
 from dashboards.aggregate_report import (
-    aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, write_aggregate_figure,
+    aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, aggregate_draws,
 )
 from dashboards.collect import SweepData, collect, find_runs
 from dashboards.grid_report import grid_section
@@ -41,10 +41,10 @@ from dashboards.grid_stats import MECHANISMS
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
     DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
 )
-from dashboards.static_figures import static_figures_in_background, write_static_figures
+from dashboards.static_figures import draw_in_background, save_figures, static_draws
 from dashboards.sweep_tables import failed_trials, table_from_sweep, with_declared_benchmarks
 from dashboards.tables import TableConfig
-from tracking_store.client import open_existing
+from tracking_store.run_files import run_writer
 
 NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI
 MAX_NOTE = 8000  # MLflow's limit on a run tag's value
@@ -134,7 +134,7 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
                  log_to_run: str | None = None, tracking_uri: str | None = None,
                  figures_in_background: bool = False) -> dict[str, Path]:
     """Write the report files into out_dir; return {format: path}. See the module docstring.
-    ``figures_in_background``: the static figures are drawn by a forked process meanwhile (a process
+    ``figures_in_background``: the static figures (curves and aggregates) are drawn by a forked process meanwhile (a process
     without other threads only: `sweep report`)."""
     cfg = (config or ReportConfig()).validate()
     cfg = dataclasses.replace(cfg, table=with_declared_benchmarks(data, cfg.table))  # table and curves alike
@@ -173,9 +173,9 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
     notes += curve_notes
-    join_static = static_figures_in_background(specs, out, cfg.formats) if figures_in_background else None
-    static_paths = {} if join_static else write_static_figures(specs, out, cfg.formats)
-    aggregate = write_aggregate_figure(blocks, cfg.table, out, cfg.formats)
+    draws = {**static_draws(specs), **aggregate_draws(blocks, cfg.table)}
+    join_figures = draw_in_background(draws, out, cfg.formats) if figures_in_background else None
+    figure_paths = {} if join_figures else save_figures(draws, out, cfg.formats)
     if "html" in cfg.formats:
         extra = aggregates_html(blocks, cfg.table)
         if blocks:
@@ -183,17 +183,14 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
         if grid is not None:
             extra += grid.html(paths)
         html_page = _page(title, data, table, sections, notes, cfg, extra)
-    client = open_existing(tracking_uri or data.tracking_uri) if log_to_run else None  # beside the drawing
-    paths.update(join_static() if join_static else static_paths)
-    paths.update(aggregate)
+    writer = run_writer(tracking_uri or data.tracking_uri, log_to_run) if log_to_run else None  # beside the drawing
+    paths.update(join_figures() if join_figures else figure_paths)
     if "html" in cfg.formats:
         paths["html"] = out / "report.html"
         paths["html"].write_text(html_page, encoding="utf-8")
-    if log_to_run:
-        for p in paths.values():
-            client.log_artifact(log_to_run, str(p), artifact_path="report" if p.parent == out else "report/figures")
-        spec_file = client.get_run(log_to_run).data.tags.get("spec_file")
-        client.set_tag(log_to_run, NOTE_TAG, run_note(data, table, cfg, spec_file, "html" in paths))
+    if writer is not None:
+        writer.log_files([(p, "report" if p.parent == out else "report/figures") for p in paths.values()])
+        writer.set_tag(NOTE_TAG, run_note(data, table, cfg, writer.tag("spec_file"), "html" in paths))
     return paths
 
 

@@ -16,8 +16,8 @@ Contract:
     One figure legend below the panels: one entry per method (colour + dash + marker: readable
     in grayscale), a grey patch saying what the band is, the title saying what a line is.
   * write_static_figures(specs, out_dir, formats) writes <out_dir>/figures/<spec.name>.<fmt> for fmt
-    in ("png", "pdf", "svg") ∩ formats and returns {"<fmt>:<name>": path}; static_figures_in_background
-    does the same in a forked process (`sweep report`: drawing beside the rest of the report). Files are deterministic
+    in ("png", "pdf", "svg") ∩ formats and returns {"<fmt>:<name>": path}; draw_in_background(draws)
+    does the same for any {name: drawing function} in a forked process (`sweep report`: drawing beside the rest of the report). Files are deterministic
     (no dates in PDF/SVG metadata, fixed SVG ids); PDF fonts are embedded as TrueType (Type 42).
   * matplotlib keeps a config dir and a font cache under MPLCONFIGDIR (else ~/.config/matplotlib,
     ~/.cache/matplotlib). import_matplotlib(config_dir) points both at `config_dir` (write_static_figures:
@@ -133,28 +133,33 @@ def _draw_line(ax, spec: FigureSpec, label: str, df, labels: list[str], evaluati
             label=label)
 
 
+def static_draws(specs: list[FigureSpec]) -> dict[str, Callable]:
+    """{spec.name: a function drawing its Figure}, for save_figures or draw_in_background."""
+    return {spec.name: (lambda spec=spec: static_figure(spec)) for spec in specs}
+
+
 def write_static_figures(specs: list[FigureSpec], out_dir: str | Path, formats) -> dict[str, Path]:
     """Write figures/<name>.<fmt> under out_dir for the static formats in `formats`; {"fmt:name": path}."""
-    return save_figures({spec.name: (lambda spec=spec: static_figure(spec)) for spec in specs}, out_dir, formats)
+    return save_figures(static_draws(specs), out_dir, formats)
 
 
-def static_figures_in_background(specs: list[FigureSpec], out_dir: str | Path, formats) -> Callable[[], dict[str, Path]]:
-    """Start writing ``write_static_figures(specs, out_dir, formats)`` in a forked child process, so a second
-    core draws while the caller goes on (a 2,000-trial report: ~8 s of drawing beside the HTML page and the
-    MLflow upload); returns ``join()``, which waits and gives the same {"fmt:name": path}. For a process
+def draw_in_background(draw: dict[str, Callable], out_dir: str | Path, formats) -> Callable[[], dict[str, Path]]:
+    """Start ``save_figures(draw, out_dir, formats)`` in a forked child process, so a second core draws while
+    the caller goes on (a 2,000-trial report: the curves and the aggregates beside the tables, the HTML page
+    and the upload); returns ``join()``, which waits and gives the same {"fmt:name": path}. For a process
     without other threads only (`sweep report`; a sweep's driver runs Ray's and draws in place). Where fork
     is not available it draws now."""
     import multiprocessing
 
     wanted = [f for f in STATIC_FORMATS if f in formats]
     out = Path(out_dir)
-    paths = {f"{fmt}:{spec.name}": out / "figures" / f"{spec.name}.{fmt}" for spec in specs for fmt in wanted}
+    paths = {f"{fmt}:{name}": out / "figures" / f"{name}.{fmt}" for name in draw for fmt in wanted}
     if not paths or "fork" not in multiprocessing.get_all_start_methods():
-        done = write_static_figures(specs, out_dir, formats)
+        done = save_figures(draw, out_dir, formats)
         return done.copy
     (out / "figures").mkdir(parents=True, exist_ok=True)
     import_matplotlib(out / ".matplotlib")  # the font cache built once, here, before two processes use it
-    child = multiprocessing.get_context("fork").Process(target=write_static_figures, args=(specs, out, formats),
+    child = multiprocessing.get_context("fork").Process(target=save_figures, args=(draw, out, formats),
                                                         name="static-figures", daemon=True)
     child.start()
 

@@ -107,6 +107,40 @@ def test_report_command_on_a_store(app, known_store, tmp_path):
     assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
 
 
+REPORT_WITHOUT_MLFLOW = """
+import sys
+from typer.testing import CliRunner
+from sweeps.cli import app
+result = CliRunner().invoke(app, sys.argv[1:])
+print(result.output)
+print(result.exit_code, "mlflow" in sys.modules)
+"""
+
+
+def test_report_on_a_sqlite_store_logs_in_place_without_importing_mlflow(tmp_path):
+    """On the sqlite default `sweep report` reads the tables and writes its files and the parent run's
+    description itself (tracking_store/run_files.py): MLflow is never imported, and MLflow reads them back."""
+    from mlflow import MlflowClient
+
+    from dashboards_store import fill_known_store
+
+    (tmp_path / "store").mkdir()
+    store = fill_known_store(tmp_path / "store")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MLFLOW_TRACKING_URI": ""}
+    proc = subprocess.run([sys.executable, "-c", REPORT_WITHOUT_MLFLOW, "report", store.sweep, "--tracking-uri",
+                           store.uri, "--out", str(tmp_path / "rep"), "--formats", "md,png"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines()[-1] == "0 False", proc.stdout[-3000:] + proc.stderr[-3000:]
+    client = MlflowClient(store.uri)
+    logged = {f.path for f in client.list_artifacts(store.parent_run_id, "report")}
+    assert {"report/table.md", "report/aggregates.md", "report/figures"} <= logged, logged
+    figures = {f.path for f in client.list_artifacts(store.parent_run_id, "report/figures")}
+    assert "report/figures/aggregates.png" in figures, figures
+    note = client.get_run(store.parent_run_id).data.tags["mlflow.note.content"]
+    table = (tmp_path / "rep" / "table.md").read_text(encoding="utf-8")
+    assert table.splitlines()[0] in note and table.splitlines()[2] in note
+
+
 def test_report_command_reads_spec_section(app, known_store, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: known\nseeds: [0, 1]\nreport:\n  table: {select_by: val/avg/acc, at: best}\n"

@@ -137,11 +137,11 @@ def test_figures_drawn_in_a_forked_process_are_the_same_files(known_data, tmp_pa
     """`sweep report` draws its static figures in a forked process beside the rest: the same files, byte for
     byte, and the same {fmt:name: path} as drawn in place."""
     from dashboards.report import ReportConfig, figure_specs
-    from dashboards.static_figures import static_figures_in_background, write_static_figures
+    from dashboards.static_figures import draw_in_background, static_draws, write_static_figures
 
     specs = figure_specs(known_data.history, ReportConfig(), model="m-small")
     here = write_static_figures(specs, tmp_path / "here", ["png", "pdf"])
-    join = static_figures_in_background(specs, tmp_path / "forked", ["png", "pdf"])
+    join = draw_in_background(static_draws(specs), tmp_path / "forked", ["png", "pdf"])
     there = join()
     assert list(there) == list(here) and len(here) == 2 * len(specs)
     for key, path in here.items():

@@ -1,0 +1,86 @@
+"""A run's files and tags written back to the store: in place for a sqlite store whose artifacts are local
+files, through MLflow for any other store.
+
+    writer = run_writer(uri, run_id)                     # InPlaceWriter or MlflowWriter, the same methods
+    writer.log_files([(Path("report/table.md"), "report"), (Path("report/figures/a.png"), "report/figures")])
+    spec_file = writer.tag("spec_file")                  # None when the run has no such tag
+    writer.set_tag("mlflow.note.content", text)          # the run's description in the MLflow UI
+
+What `sweep report` writes at the end (its files and the parent run's description) needs no MLflow client
+on the sqlite default: importing MLflow and opening its store takes 3-6 s, longer than the rest of a small
+report. In place does what MLflow's own local artifact repository and sqlite store do: a file is copied to
+``<run's artifact dir>/<artifact path>/<its name>``; a tag is one row of MLflow's ``tags(key, value,
+run_uuid)`` table (primary key (key, run_uuid)), its value cut at MLflow's 8,000 characters.
+tests/tracking_store/test_run_files.py checks that MLflow's client reads back exactly what MLflow writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from tracking_store.client import open_existing
+from tracking_store.tables import local_artifact_dir
+from tracking_store.uri import sqlite_path
+
+MAX_TAG_VALUE = 8000
+"""MLflow cuts a run tag's value at this many characters (mlflow.utils.validation.MAX_TAG_VAL_LENGTH)."""
+
+
+class InPlaceWriter:
+    """A run of a sqlite store whose artifacts are a local directory: written without MLflow."""
+
+    def __init__(self, db: Path, run_id: str, artifact_dir: Path):
+        self.db, self.run_id, self.artifact_dir = db, run_id, artifact_dir
+
+    def log_files(self, files: list[tuple[Path, str]]) -> None:
+        for path, artifact_path in files:
+            target = self.artifact_dir / artifact_path
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / Path(path).name)
+
+    def tag(self, key: str) -> str | None:
+        with closing(sqlite3.connect(self.db, timeout=60)) as con:
+            row = con.execute("SELECT value FROM tags WHERE run_uuid = ? AND key = ?", (self.run_id, key)).fetchone()
+        return None if row is None else row[0]
+
+    def set_tag(self, key: str, value: str) -> None:
+        with closing(sqlite3.connect(self.db, timeout=60)) as con, con:  # one transaction
+            con.execute("INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?) ON CONFLICT (key, run_uuid) "
+                        "DO UPDATE SET value = excluded.value", (key, str(value)[:MAX_TAG_VALUE], self.run_id))
+
+
+class MlflowWriter:
+    """Any other store (a server, a database, remote artifacts): through an MLflow client."""
+
+    def __init__(self, uri: str, run_id: str):
+        self.client, self.run_id = open_existing(uri), run_id
+
+    def log_files(self, files: list[tuple[Path, str]]) -> None:
+        for path, artifact_path in files:
+            self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path)
+
+    def tag(self, key: str) -> str | None:
+        return self.client.get_run(self.run_id).data.tags.get(key)
+
+    def set_tag(self, key: str, value: str) -> None:
+        self.client.set_tag(self.run_id, key, value)
+
+
+def run_writer(uri: str, run_id: str) -> InPlaceWriter | MlflowWriter:
+    """In place where ``uri`` is a sqlite file holding the active run ``run_id`` with local artifacts, else
+    through MLflow (which names a missing store or run)."""
+    db = sqlite_path(uri)
+    if db is not None and db.is_file():
+        try:
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+                row = con.execute("SELECT artifact_uri FROM runs WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+                                  (run_id,)).fetchone()
+        except sqlite3.DatabaseError:
+            row = None
+        artifact_dir = local_artifact_dir(row[0]) if row else None
+        if artifact_dir is not None:
+            return InPlaceWriter(db, run_id, artifact_dir)
+    return MlflowWriter(uri, run_id)
