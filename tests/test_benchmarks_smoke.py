@@ -38,6 +38,21 @@ def test_tracking_outage_smoke_survives_the_outage_and_prints_the_figures():
     assert "every step of every trial in the store exactly once: yes" in out
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_server_reads_smoke_copies_a_store_into_postgresql_and_reads_the_same_table(tmp_path):
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or not (shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))):
+        pytest.skip("PostgreSQL's initdb or root (to run it as the postgres user) missing; scripts/setup.sh installs it")
+    out = _run("benchmarks/server_reads.py", "--smoke", "--out", str(tmp_path / "reads"), timeout=800)
+    assert "copied in" in out and "runs 25," in out  # the synthetic sweep: a parent and 24 trials
+    assert "| `sweep status` |" in out and "| `sweep report` |" in out
+    assert "the report's table.md the same from both stores: yes" in out
+    assert not (tmp_path / "reads").exists()
+
+
 @pytest.mark.timeout(300)
 def test_cli_startup_smoke_prints_every_command_beside_its_peers():
     out = _run("benchmarks/cli_startup.py", "--smoke", timeout=240)
