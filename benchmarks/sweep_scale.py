@@ -17,6 +17,8 @@ process, which is the driver, on a local Ray of 2 CPUs, 0.5 CPU and at most 4 tr
          CSV/JSON/TensorBoard loggers off (as the platform has them: MLflow is the one record).
   sweep  ``sweeps.runner.run_sweep`` on a spec of the same trials (load_spec included): what
          ``sweep run SPEC --no-report`` does, status lines as in a batch job.
+  tune   raw's Tuner with no logger callback at all: what Ray Tune itself costs the driver (no store, no
+         rows), the floor under both; its peak RSS says how much of a driver's growth with N is Tune's.
 
 Searches: ``grid`` (N seeds of one configuration), ``optuna`` (N samples of algorithm.params.eps_low) and
 ``asha`` (the grid under ASHA, grace period 50 steps). Stores: ``sqlite`` (the default file store) and
@@ -129,6 +131,7 @@ def raw_trainable(config: dict) -> None:
 
 
 def run_raw_mode(job: dict) -> None:
+    """raw (MLflow's logger callback) and tune (no callback): the same Tuner."""
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # as the platform does: MLflow is the only record
     import ray
     from ray import tune
@@ -158,8 +161,9 @@ def run_raw_mode(job: dict) -> None:
         run_config=tune.RunConfig(name=job["name"], storage_path=str(Path(job["run_dir"]) / "raw_tune"), verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=0),
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=3),
-                                  callbacks=[MLflowLoggerCallback(tracking_uri=tracking_uri, experiment_name=job["name"],
-                                                                  save_artifact=False)]))
+                                  callbacks=[] if job["mode"] == "tune" else [
+                                      MLflowLoggerCallback(tracking_uri=tracking_uri, experiment_name=job["name"],
+                                                           save_artifact=False)]))
     tuner.fit()
     ray.shutdown()
 
@@ -210,10 +214,12 @@ def child(job: dict) -> dict:
     (run_sweep_mode if job["mode"] == "sweep" else run_raw_mode)(job)
     wall, cpu = time.time() - t0, cpu_s() - cpu0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = {"wall_s": wall, "cpu_per_trial_s": cpu / job["n"], "rss_start_mb": rss0, "rss_peak_mb": peak, "rows": 0}
+    if job["mode"] == "tune":  # nothing was recorded
+        return out
     tracking_uri = job["tracking_uri"] or f"sqlite:///{job['run_dir']}/mlflow.db"
     rows, first = store_rows(job["db_uri"] or tracking_uri, job["name"])
-    out = {"wall_s": wall, "cpu_per_trial_s": cpu / job["n"], "rss_start_mb": rss0, "rss_peak_mb": peak,
-           "rows": rows, "rows_per_s": rows / wall, "first_row_s": (first - t0) if first else None}
+    out.update(rows=rows, rows_per_s=rows / wall, first_row_s=(first - t0) if first else None)
     out["list_runs_s"], out["runs_listed"] = list_runs_s(tracking_uri, job["name"])
     if job["mode"] == "sweep":
         out["status_s"], out["report_s"] = cli_s(job, "status"), cli_s(job, "report")
@@ -246,6 +252,7 @@ def print_table(store: str, search: str, figures: dict[int, dict[str, dict]], st
     print("| N | wall s raw / sweep | ratio | driver CPU s/trial raw / sweep | ratio | peak RSS MB raw / sweep "
           "| rows/s raw / sweep | first row s raw / sweep | list runs s raw / sweep | sweep status s | sweep report s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    tune_alone = {n: by_mode["tune"] for n, by_mode in figures.items() if "tune" in by_mode}
     for n, by_mode in sorted(figures.items()):
         raw, ours = by_mode.get("raw", {}), by_mode.get("sweep", {})
 
@@ -258,9 +265,12 @@ def print_table(store: str, search: str, figures: dict[int, dict[str, dict]], st
               f"{ratio('cpu_per_trial_s')} | {pair('rss_peak_mb', '.0f')} | {pair('rows_per_s', '.0f')} | "
               f"{pair('first_row_s')} | {pair('list_runs_s', '.2f')} | {fmt(ours.get('status_s'), '.2f')} | "
               f"{fmt(ours.get('report_s'), '.2f')} |")
+    for n, alone in sorted(tune_alone.items()):
+        print(f"Ray Tune alone (no logger), N={n}: wall {alone['wall_s']:.1f} s, driver CPU "
+              f"{alone['cpu_per_trial_s']:.3f} s/trial, peak RSS {alone['rss_peak_mb']:.0f} MB")
     sizes = sorted(figures)
     if len(sizes) > 1:
-        for mode in ("raw", "sweep"):
+        for mode in ("tune", "raw", "sweep"):
             lo, hi = (figures[sizes[0]].get(mode, {}).get("rss_peak_mb"), figures[sizes[-1]].get(mode, {}).get("rss_peak_mb"))
             if lo and hi:
                 print(f"{mode}: driver peak RSS grows {hi - lo:+.0f} MB from {sizes[0]} to {sizes[-1]} trials")
@@ -275,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slots", type=int, default=SLOTS, help=f"Trials at once (default {SLOTS}, {SLOT_CPUS} CPU each).")
     parser.add_argument("--stores", default="sqlite", help="Comma-separated: sqlite, postgres (default sqlite).")
     parser.add_argument("--searches", default="grid", help="Comma-separated: grid, optuna, asha (default grid).")
-    parser.add_argument("--modes", default="raw,sweep", help="Comma-separated: raw, sweep (default both).")
+    parser.add_argument("--modes", default="raw,sweep", help="Comma-separated: raw, sweep, tune (default raw,sweep).")
     parser.add_argument("--smoke", action="store_true", help="8 trials x 10 steps, sqlite, grid (~2 minutes).")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "sweep_scale", help="Where the runs go (removed unless --keep).")
     parser.add_argument("--keep", action="store_true", help="Keep the stores and Tune results.")
@@ -290,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(n) for n in args.trials.split(",")]
     stores, searches, modes = args.stores.split(","), args.searches.split(","), args.modes.split(",")
     for name, values, allowed in (("--stores", stores, ("sqlite", "postgres")), ("--searches", searches, ("grid", "optuna", "asha")),
-                                  ("--modes", modes, ("raw", "sweep"))):
+                                  ("--modes", modes, ("raw", "sweep", "tune"))):
         if not set(values) <= set(allowed):
             parser.error(f"{name}: expected some of {', '.join(allowed)}, got {','.join(values)}")
     from scale_stores import open_store
