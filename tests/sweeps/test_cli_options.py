@@ -66,12 +66,13 @@ def test_help_shows_each_group_under_its_panel():
         assert text.index(panel) < text.index(option), (panel, option)
 
 
-def test_two_groups_declaring_one_option_are_refused():
-    @dataclass
-    class Other:
-        level: Annotated[int, typer.Option()] = 1
+@dataclass
+class Clashing:
+    level: Annotated[int, typer.Option()] = 1
 
-    def clash(knobs: Knobs = Knobs(), other: Other = Other()) -> None: ...
+
+def test_two_groups_declaring_one_option_are_refused():
+    def clash(knobs: Knobs = Knobs(), other: Clashing = Clashing()) -> None: ...
 
     with pytest.raises(TypeError, match=r"clash: option\(s\) \['level'\]"):
         grouped(clash)
