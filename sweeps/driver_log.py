@@ -144,6 +144,13 @@ class MlflowLogger(Callback):
         if s.progress and steps:
             s.progress.update(tid, state="RUNNING", step=steps[-1][0], metrics=logged_metrics(result))
 
+    def on_trial_save(self, iteration, trials, trial, **info):
+        """Tune keeps the result a checkpoint came with (its own copy of it, as the trial sent it) for the
+        whole sweep, and writes it into every experiment snapshot: its steps are journaled already."""
+        saved = trial.run_metadata.checkpoint_manager.latest_checkpoint_result
+        if saved is not None and isinstance(saved.metrics, dict) and "steps" in saved.metrics:
+            saved.metrics["steps"] = "[]"
+
     def on_trial_complete(self, iteration, trials, trial, **info):
         if self.state is None:
             return

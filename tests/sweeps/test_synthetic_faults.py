@@ -54,3 +54,11 @@ def test_injected_faults_end_as_a_user_would_expect():
     # crashed on both attempts (max_failures 1): FAILED with the error
     assert (trials / CISPO / "synthetic_failures").read_text() == "2"
     assert "synthetic failure at step 2" in runs[CISPO].data.tags["failure_reason"]
+    # Tune keeps each checkpoint's result for the whole sweep: the steps it carried (journaled and in the store
+    # above) are not kept there too (sweeps/driver_log.py on_trial_save); each trial checkpointed every 2 steps
+    from ray.tune import ExperimentAnalysis
+
+    attempts = sorted((run_dir / "faults" / "ray_results").glob("attempt-*"))
+    kept = [r.metrics.get("steps") for t in ExperimentAnalysis(str(attempts[-1].resolve())).trials
+            for r in t.run_metadata.checkpoint_manager.best_checkpoint_results]
+    assert len(kept) >= 3 and set(kept) == {"[]"}, kept
