@@ -44,11 +44,16 @@ class Improvement:
     ci: tuple[float, float]
 
 
+def _trimmed_means(rows: np.ndarray) -> np.ndarray:
+    """Each row's mean without its lowest and highest quarter: int(n / 4) values cut from each end, as
+    scipy.stats.trim_mean(proportiontocut=0.25) and rliable's aggregate_iqm cut them."""
+    k = int(np.floor(0.25 * rows.shape[1]))
+    return np.sort(rows, axis=1)[:, k:rows.shape[1] - k].mean(axis=1)
+
+
 def iqm(scores: np.ndarray) -> float:
     """Interquartile mean of all entries (rliable.metrics.aggregate_iqm)."""
-    from scipy import stats
-
-    return float(stats.trim_mean(np.asarray(scores, dtype=float), proportiontocut=0.25, axis=None))
+    return float(_trimmed_means(np.asarray(scores, dtype=float).reshape(1, -1))[0])
 
 
 def _stratified(scores: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -67,10 +72,7 @@ def aggregate(scores: np.ndarray, *, n_boot: int = BOOT_SAMPLES, seed: int = BOO
     """Mean and IQM of a (runs, tasks) matrix with stratified-bootstrap 95% intervals."""
     x = np.asarray(scores, dtype=float)
     draws = _stratified(x, np.random.default_rng(seed), n_boot).reshape(n_boot, -1)
-    k = int(np.floor(0.25 * draws.shape[1]))  # trim_mean's cut: int(proportion * n) from each end
-    ordered = np.sort(draws, axis=1)
-    iqm_draws = ordered[:, k:draws.shape[1] - k].mean(axis=1)
-    return Aggregate(float(x.mean()), _percentile(draws.mean(axis=1)), iqm(x), _percentile(iqm_draws),
+    return Aggregate(float(x.mean()), _percentile(draws.mean(axis=1)), iqm(x), _percentile(_trimmed_means(draws)),
                      x.shape[0], x.shape[1])
 
 

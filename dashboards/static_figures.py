@@ -143,13 +143,15 @@ def write_static_figures(specs: list[FigureSpec], out_dir: str | Path, formats) 
     return save_figures(static_draws(specs), out_dir, formats)
 
 
-def draw_in_background(draw: dict[str, Callable], out_dir: str | Path, formats) -> Callable[[], dict[str, Path]]:
-    """Start ``save_figures(draw, out_dir, formats)`` in a forked child process, so a second core draws while
-    the caller goes on (a 2,000-trial report: the curves and the aggregates beside the tables, the HTML page
-    and the upload); returns ``join()``, which waits and gives the same {"fmt:name": path}. For a process
-    without other threads only (`sweep report`; a sweep's driver runs Ray's and draws in place). Where fork
-    is not available it draws now."""
+def draw_in_background(draw: dict[str, Callable], out_dir: str | Path, formats,
+                       processes: int | None = None) -> Callable[[], dict[str, Path]]:
+    """Start ``save_figures(draw, out_dir, formats)`` in forked child processes (``processes``, default one per
+    core, each drawing every n-th figure), so the other cores draw while the caller goes on (a 2,000-trial
+    report: the curves and the aggregates beside the tables, the HTML page and the upload); returns
+    ``join()``, which waits and gives the same {"fmt:name": path}. For a process without other threads only
+    (`sweep report`; a sweep's driver runs Ray's and draws in place). Where fork is not available it draws now."""
     import multiprocessing
+    import os
 
     wanted = [f for f in STATIC_FORMATS if f in formats]
     out = Path(out_dir)
@@ -158,16 +160,22 @@ def draw_in_background(draw: dict[str, Callable], out_dir: str | Path, formats) 
         done = save_figures(draw, out_dir, formats)
         return done.copy
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    import_matplotlib(out / ".matplotlib")  # the font cache built once, here, before two processes use it
-    child = multiprocessing.get_context("fork").Process(target=save_figures, args=(draw, out, formats),
-                                                        name="static-figures", daemon=True)
-    child.start()
+    import_matplotlib(out / ".matplotlib")  # the font cache built once, here, before other processes use it
+    names = list(draw)
+    n = max(1, min(processes or os.cpu_count() or 1, len(names)))
+    children = [multiprocessing.get_context("fork").Process(
+        target=save_figures, args=({name: draw[name] for name in names[i::n]}, out, formats),
+        name=f"static-figures-{i}", daemon=True) for i in range(n)]
+    for child in children:
+        child.start()
 
     def join() -> dict[str, Path]:
-        child.join()
-        if child.exitcode != 0:
-            raise RuntimeError(f"static figures: the drawing process ended with exit code {child.exitcode} (its "
-                               "error is printed above)")
+        for child in children:
+            child.join()
+        failed = [child.exitcode for child in children if child.exitcode != 0]
+        if failed:
+            raise RuntimeError(f"static figures: a drawing process ended with exit code {failed[0]} (its error is "
+                               "printed above)")
         return paths
     return join
 
