@@ -1,5 +1,6 @@
 """The report's "Aggregates" section: mean and IQM over benchmarks x seeds, probability of improvement,
-and the interval figure (figures/aggregates.png/.pdf, and plotly in the HTML).
+the interval figure (figures/aggregates.png/.pdf, and plotly in the HTML) and the performance profiles
+(figures/profiles.png/.pdf: the share of a method's scores above each threshold, with a band).
 
     from dashboards.aggregate_report import study_aggregates, aggregates_html, aggregate_draws
     blocks = study_aggregates(table)     # per model: rows of (label, Aggregate), improvements
@@ -7,7 +8,7 @@ and the interval figure (figures/aggregates.png/.pdf, and plotly in the HTML).
     paths = save_figures(aggregate_draws(blocks, table.config), out_dir, ["png", "pdf"])  # static_figures.py
 
 A row enters with its per-seed value of every benchmark column (dashboards/aggregates.py: the
-numbers and their stratified-bootstrap intervals); the base row is shown for reference, and the
+numbers and their intervals over whole runs); the base row is shown for reference, and the
 probability of improvement compares each method row with each baseline row of its block.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboards.aggregates import Aggregate, Improvement, aggregate, improvement
+from dashboards.aggregates import MIN_IQM_SCORES, Aggregate, Improvement, aggregate, improvement, performance_profile
 from dashboards.table_model import AVG, DELTA, TableConfig
 
 
@@ -29,6 +30,8 @@ class Block:
     rows: list[tuple[str, Aggregate]] = field(default_factory=list)
     improvements: list[tuple[str, str, Improvement]] = field(default_factory=list)
     """(method, baseline, P(method > baseline))."""
+    matrices: dict[str, np.ndarray] = field(default_factory=dict)
+    """label -> (runs, benchmarks) scores, for the performance profiles."""
 
 
 def _matrix(row, benches: list[str]) -> np.ndarray | None:
@@ -50,14 +53,15 @@ def study_aggregates(table) -> list[Block]:
         block = Block(model)
         for label, (r, m) in mats.items():
             if m is not None:
-                block.rows.append((label, aggregate(m)))
+                block.rows.append((label, aggregate(m, alpha=cfg.alpha)))
+                block.matrices[label] = m
         baselines = [b for b in cfg.baselines if b in mats and mats[b][1] is not None]
         for label, (r, m) in mats.items():
             if r.is_base or m is None:
                 continue
             for b in baselines:
                 if b != label:
-                    block.improvements.append((label, b, improvement(m, mats[b][1])))
+                    block.improvements.append((label, b, improvement(m, mats[b][1], alpha=cfg.alpha)))
         if block.rows:
             blocks.append(block)
     return blocks
@@ -67,15 +71,33 @@ def _num(v: float, cfg: TableConfig) -> str:
     return f"{v * cfg.scale:.{cfg.decimals}f}"
 
 
+def _iqm_text(a: Aggregate, cfg: TableConfig, sep: str = " ") -> str:
+    return "—" if a.iqm is None else f"{_num(a.iqm, cfg)}{sep}[{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}]"
+
+
+def iqm_note(blocks: list[Block]) -> str:
+    """Why the IQM is not shown (too few scores per method), or ''."""
+    few = {a.runs * a.tasks for b in blocks for _, a in b.rows if a.iqm is None}
+    if not few:
+        return ""
+    return (f"IQM not shown where a method has fewer than {MIN_IQM_SCORES} scores (runs x benchmarks; here "
+            f"{', '.join(map(str, sorted(few)))}): a mean of the middle half of so few numbers is not robust.")
+
+
+INTERVALS = ("95% intervals over whole runs (a run's scores on every benchmark move together): the mean's a "
+             "t-interval over the runs' means, the IQM's from the jackknife over runs, P(X > Y)'s a score interval "
+             "at its U-statistic variance")
+
 def aggregates_html(blocks: list[Block], cfg: TableConfig) -> str:
     """Two small tables per model: aggregates with intervals, and the probability of improvement."""
     if not blocks:
         return ""
     esc = html_lib.escape
+    note = iqm_note(blocks)
     out = ['<h2>Aggregates</h2><p class="meta">Over benchmarks x seeds: mean and IQM (interquartile mean, the '
-           'middle 50% of the per-seed benchmark scores) with 95% stratified-bootstrap intervals (runs resampled '
-           'within each benchmark), and the probability that a run of a method beats a run of a baseline on a '
-           'benchmark (rliable, Agarwal et al. 2021; docs/statistics.md).</p>']
+           'middle 50% of the per-seed benchmark scores), and the probability that a run of a method beats a run '
+           f'of a baseline on a benchmark (rliable, Agarwal et al. 2021), with {esc(INTERVALS)} '
+           f'(docs/statistics.md).{" " + esc(note) if note else ""}</p>']
     for b in blocks:
         if len(blocks) > 1 or b.model:
             out.append(f"<h3>{esc(cfg.labels.get(b.model, b.model))}</h3>")
@@ -83,8 +105,10 @@ def aggregates_html(blocks: list[Block], cfg: TableConfig) -> str:
                    '<th>95% CI</th><th>runs x benchmarks</th></tr></thead><tbody>')
         for label, a in b.rows:
             out.append(f'<tr><td class="method">{esc(cfg.labels.get(label, label))}</td><td>{_num(a.mean, cfg)}</td>'
-                       f'<td>[{_num(a.mean_ci[0], cfg)}, {_num(a.mean_ci[1], cfg)}]</td><td>{_num(a.iqm, cfg)}</td>'
-                       f'<td>[{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}]</td><td>{a.runs} x {a.tasks}</td></tr>')
+                       f'<td>[{_num(a.mean_ci[0], cfg)}, {_num(a.mean_ci[1], cfg)}]</td>'
+                       f'<td>{"—" if a.iqm is None else _num(a.iqm, cfg)}</td>'
+                       f'<td>{"" if a.iqm is None else _iqm_text(a, cfg).split(" ", 1)[1]}</td>'
+                       f'<td>{a.runs} x {a.tasks}</td></tr>')
         out.append("</tbody></table>")
         if b.improvements:
             out.append('<table class="paper-table"><thead><tr><th>P(X &gt; Y)</th><th>Y</th><th>P</th><th>95% CI</th>'
@@ -98,13 +122,15 @@ def aggregates_html(blocks: list[Block], cfg: TableConfig) -> str:
 
 def aggregates_markdown(blocks: list[Block], cfg: TableConfig) -> str:
     """The aggregates as Markdown (aggregates.md beside table.md)."""
-    lines = []
+    lines = [f"{INTERVALS}.", ""]
+    if iqm_note(blocks):
+        lines += [iqm_note(blocks), ""]
     for b in blocks:
         if b.model:
             lines += [f"**{cfg.labels.get(b.model, b.model)}**", ""]
         lines += ["| Method | Mean [95% CI] | IQM [95% CI] |", "|:---|---:|---:|"]
         lines += [f"| {cfg.labels.get(label, label)} | {_num(a.mean, cfg)} [{_num(a.mean_ci[0], cfg)}, "
-                  f"{_num(a.mean_ci[1], cfg)}] | {_num(a.iqm, cfg)} [{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}] |"
+                  f"{_num(a.mean_ci[1], cfg)}] | {_iqm_text(a, cfg)} |"
                   for label, a in b.rows]
         if b.improvements:
             lines += ["", "| X | Y | P(X > Y) [95% CI] |", "|:---|:---|---:|"]
@@ -115,22 +141,29 @@ def aggregates_markdown(blocks: list[Block], cfg: TableConfig) -> str:
 
 
 def plotly_aggregates(blocks: list[Block], cfg: TableConfig):
-    """Interval plot (plotly): per model a row of panels Mean, IQM, P(X > strongest listed baseline)."""
+    """Interval plot (plotly): per model a row of panels Mean, IQM (where shown) and the performance profiles."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=len(blocks), cols=2, subplot_titles=[t for b in blocks for t in
-                                                                   (f"{b.model} Mean".strip(), f"{b.model} IQM".strip())])
+    titles = [f"{b.model} {t}".strip() for b in blocks for t in ("Mean", "IQM", "performance profile")]
+    fig = make_subplots(rows=len(blocks), cols=3, subplot_titles=titles)
     for i, b in enumerate(blocks, start=1):
-        labels = [cfg.labels.get(label, label) for label, _ in b.rows]
         for j, (point, ci) in enumerate((("mean", "mean_ci"), ("iqm", "iqm_ci")), start=1):
-            x = [getattr(a, point) * cfg.scale for _, a in b.rows]
-            lo = [getattr(a, ci)[0] * cfg.scale for _, a in b.rows]
-            hi = [getattr(a, ci)[1] * cfg.scale for _, a in b.rows]
-            fig.add_trace(go.Scatter(x=x, y=labels, mode="markers", showlegend=False, marker={"color": "#1f77b4"},
+            shown = [(cfg.labels.get(label, label), a) for label, a in b.rows if getattr(a, point) is not None]
+            if not shown:
+                continue
+            x = [getattr(a, point) * cfg.scale for _, a in shown]
+            lo = [getattr(a, ci)[0] * cfg.scale for _, a in shown]
+            hi = [getattr(a, ci)[1] * cfg.scale for _, a in shown]
+            fig.add_trace(go.Scatter(x=x, y=[label for label, _ in shown], mode="markers", showlegend=False,
+                                     marker={"color": "#1f77b4"},
                                      error_x={"type": "data", "symmetric": False,
                                               "array": [h - v for h, v in zip(hi, x)],
                                               "arrayminus": [v - lo_ for v, lo_ in zip(x, lo)]}), row=i, col=j)
+        for label, m in b.matrices.items():
+            taus, share, _, _ = performance_profile(m, alpha=cfg.alpha)
+            fig.add_trace(go.Scatter(x=taus * cfg.scale, y=share, mode="lines", name=cfg.labels.get(label, label),
+                                     showlegend=i == 1), row=i, col=3)
     fig.update_layout(height=max(300, 60 + 28 * sum(len(b.rows) for b in blocks)), title="Aggregates (95% CI)")
     return fig
 
@@ -152,7 +185,12 @@ def aggregate_figure(blocks: list[Block], cfg: TableConfig):
             labels = [cfg.labels.get(label, label) for label, _ in b.rows]
             y = np.arange(len(labels))[::-1]
             for ax, point, ci, title in ((ax_mean, "mean", "mean_ci", "Mean"), (ax_iqm, "iqm", "iqm_ci", "IQM")):
+                if all(getattr(a, point) is None for _, a in b.rows):
+                    ax.text(0.5, 0.5, f"too few scores for a robust IQM\n(< {MIN_IQM_SCORES} per method)",
+                            ha="center", va="center", transform=ax.transAxes, fontsize=8)
                 for yi, (_, a) in zip(y, b.rows):
+                    if getattr(a, point) is None:
+                        continue
                     lo, hi = (v * cfg.scale for v in getattr(a, ci))
                     ax.plot([lo, hi], [yi, yi], color="#1f77b4", linewidth=5, alpha=0.45, solid_capstyle="butt")
                     ax.plot([getattr(a, point) * cfg.scale], [yi], marker="|", color="black", markersize=10)
@@ -163,7 +201,35 @@ def aggregate_figure(blocks: list[Block], cfg: TableConfig):
     return fig
 
 
+def profile_figure(blocks: list[Block], cfg: TableConfig):
+    """rliable's performance profiles as a matplotlib Figure (Agg): per model, the share of each method's
+    scores (runs x benchmarks) above each threshold, with its 95% band over runs."""
+    from dashboards.static_figures import RC, import_matplotlib
+
+    mpl = import_matplotlib(Path.cwd() / ".cache" / "matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with mpl.rc_context(RC):
+        fig = Figure(figsize=(4.2 * len(blocks), 3.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        for ax, b in zip(fig.subplots(1, len(blocks), squeeze=False)[0], blocks):
+            for label, m in b.matrices.items():
+                taus, share, low, high = performance_profile(m, alpha=cfg.alpha)
+                line, = ax.plot(taus * cfg.scale, share, linewidth=1.2, label=cfg.labels.get(label, label))
+                ax.fill_between(taus * cfg.scale, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+            ax.set_title(f"{b.model + ': ' if b.model else ''}performance profile")
+            ax.set_xlabel(f"score x{cfg.scale:g} (threshold)")
+            ax.set_ylabel("share of runs' scores above")
+            ax.set_ylim(0, 1.02)
+            ax.grid(True, linewidth=0.4, alpha=0.4)
+            ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
 def aggregate_draws(blocks: list[Block], cfg: TableConfig) -> dict:
-    """{"aggregates": a function drawing the aggregates figure} ({} without blocks), for save_figures."""
-    return {"aggregates": lambda: aggregate_figure(blocks, cfg)} if blocks else {}
+    """{"aggregates": ..., "profiles": ...}: functions drawing the figures ({} without blocks), for save_figures."""
+    if not blocks:
+        return {}
+    return {"aggregates": lambda: aggregate_figure(blocks, cfg), "profiles": lambda: profile_figure(blocks, cfg)}
 

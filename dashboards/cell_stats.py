@@ -6,9 +6,11 @@
     add_intervals(block, columns, cfg)                # cell.ci
 
 The numbers come from dashboards/paired_stats.py; what they mean is in docs/statistics.md. One
-block is one model's rows. The seed spread is pooled per column over the block's method rows
-(never the base row), the family of Holm's correction is every tested cell of the block, and a
-cell is tested only when both rows have per-problem scores that reproduce their table values.
+block is one model's rows. Per column, each method row is judged with the seed spread of
+`cfg.seed_spread` (its own by default; moderated toward, or pooled over, the block's method rows,
+never the base row); a method whose seeds vary out of line with the others' is named in a footnote.
+The family of Holm's correction is every tested cell of the block, and a cell is tested only when
+both rows have per-problem scores that reproduce their table values.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboards.paired_stats import Scores, compare, detectable_difference, holm, interval, seed_spread, seeds_needed
+from dashboards.paired_scores import Scores
+from dashboards.paired_stats import compare, detectable_difference, holm, interval, seeds_needed
+from dashboards.seed_spread import block_spreads, out_of_line, seed_spread
 from dashboards.table_model import AVG, DELTA, Cell, Row, TableConfig
 
-MIN_SEEDS = 2  # a paired test and a resampled interval need the seeds' spread
+MIN_SEEDS = 2  # a paired test and a seed-level interval need the seeds' spread
 AGREE = 1e-6  # a cell's per-problem scores must give its logged value to this precision
+OUT_OF_LINE = 0.01
+"""A method's seeds are named out of line when the F-test of its seed spread against the other methods'
+(pooled) gives p below this (per column, AVG first)."""
 
 
 def _bench_scores(part: pd.DataFrame, bench: str, seeds: list) -> Scores | None:
@@ -65,20 +72,61 @@ def _tested_columns(columns: list[str]) -> list[str]:
     return [c for c in columns if c != DELTA]
 
 
-def _spreads(block: list[Row], columns: list[str]) -> dict:
-    """Per column: the seed spread pooled over the block's method rows with scores."""
+def _spreads(block: list[Row], columns: list[str], cfg: TableConfig) -> dict:
+    """{column: {id(row): SeedSpread}} for the block's method rows with scores (cfg.seed_spread); the
+    base row, judged alone, gets its own."""
     out = {}
     for col in _tested_columns(columns):
-        have = [r.cells[col].scores for r in block if not r.is_base and r.cells[col].scores is not None]
-        if have:
-            out[col] = seed_spread(*have)
+        rows = [r for r in block if not r.is_base and r.cells[col].scores is not None]
+        spreads = dict(zip(map(id, rows), block_spreads([r.cells[col].scores for r in rows], cfg.seed_spread))) \
+            if rows else {}
+        for r in block:
+            if r.is_base and r.cells[col].scores is not None:
+                spreads[id(r)] = seed_spread(r.cells[col].scores)
+        out[col] = spreads
     return out
+
+
+def _set_seed_sds(block: list[Row], columns: list[str]) -> None:
+    """Each cell's seed sd: its own runs' spread with the sampling noise taken away (table.csv)."""
+    for row in block:
+        for col in _tested_columns(columns):
+            scores = row.cells[col].scores
+            if scores is not None and scores.x.shape[0] >= MIN_SEEDS:
+                row.cells[col].seed_sd = float(np.sqrt(seed_spread(scores).run_var))
+
+
+def spread_notes(block: list[Row], columns: list[str], cfg: TableConfig) -> list[str]:
+    """A footnote for each method whose seeds vary out of line with the other methods' (F-test)."""
+    rows = [r for r in block if not r.is_base]
+    notes = []
+    for row in rows:
+        for col in [c for c in (AVG, *columns) if c in columns and c != DELTA]:
+            mine = row.cells[col].scores
+            others = [r.cells[col].scores for r in rows if r is not row and r.cells[col].scores is not None]
+            if mine is None or mine.x.shape[0] < MIN_SEEDS or not others:
+                continue
+            own, rest = seed_spread(mine), seed_spread(*others)
+            p = out_of_line(own, rest)
+            if p is None or p >= OUT_OF_LINE:
+                continue
+            where = f"{row.model}: " if row.model else ""
+            ratio = np.sqrt(own.level_var / rest.level_var)
+            judged = {"own": "each method is judged with its own seed spread",
+                      "moderated": "its spread is moderated toward the others' (calibrated only where spreads are alike)",
+                      "pooled": "the pooled spread understates its variance: use seed_spread: own"}[cfg.seed_spread]
+            notes.append(f"{where}{row.label}'s seeds vary {ratio:.1f}x as much as the other methods' on "
+                         f"{cfg.labels.get(col, col)} (seed sd {_points(np.sqrt(own.run_var), cfg)} vs "
+                         f"{_points(np.sqrt(rest.run_var), cfg)} points; F-test p = {p:.2g}): {judged}")
+            break
+    return notes
 
 
 def paired_block(block: list[Row], columns: list[str], cfg: TableConfig, strongest: Row) -> list[str]:
     """Test every method cell against the strongest baseline's (paired, Holm over the block); the
     footnotes: the test's verdict and the power analysis. [] when no cell could be tested."""
-    spreads = _spreads(block, columns)
+    spreads = _spreads(block, columns, cfg)
+    _set_seed_sds(block, columns)
     tested: list[tuple[str, Cell, object]] = []
     untested = few_seeds = 0
     for row in block:
@@ -88,13 +136,15 @@ def paired_block(block: list[Row], columns: list[str], cfg: TableConfig, stronge
             mine, theirs = row.cells[col], strongest.cells[col]
             if mine.mean is None or theirs.mean is None:
                 continue
-            if mine.scores is None or theirs.scores is None or col not in spreads:
+            if mine.scores is None or theirs.scores is None or id(row) not in spreads[col] \
+                    or id(strongest) not in spreads[col]:
                 untested += 1
                 continue
             if min(mine.scores.x.shape[0], theirs.scores.x.shape[0]) < MIN_SEEDS:
                 few_seeds += 1
                 continue
-            c = compare(mine.scores, theirs.scores, spread=spreads[col], alpha=cfg.alpha)
+            c = compare(mine.scores, theirs.scores, spread_a=spreads[col][id(row)],
+                        spread_b=spreads[col][id(strongest)], alpha=cfg.alpha)
             tested.append((col, mine, c))
     if not tested:
         where = f"{strongest.model}: " if strongest.model else ""
@@ -105,7 +155,8 @@ def paired_block(block: list[Row], columns: list[str], cfg: TableConfig, stronge
         cell.test = {"diff": c.diff, "diff_low": c.ci_low, "diff_high": c.ci_high, "p": c.p, "p_holm": p_holm}
         if p_holm < cfg.alpha:
             cell.marks.add("significant")
-    return [_test_note(block, strongest, cfg, tested, untested), *_power_notes(block, strongest, cfg, tested)]
+    return [_test_note(block, strongest, cfg, tested, untested), *_power_notes(block, strongest, cfg, tested),
+            *spread_notes(block, columns, cfg)]
 
 
 def _test_note(block, strongest: Row, cfg: TableConfig, tested, untested: int) -> str:
@@ -115,9 +166,11 @@ def _test_note(block, strongest: Row, cfg: TableConfig, tested, untested: int) -
     problems = sorted({c.problems for col, _, c in tested if col != AVG})
     what = "† differs" if marked else "no cell differs"
     left = f"; {untested} cell(s) without per-problem verdicts not tested" if untested else ""
+    spread = {"own": "each method's own", "moderated": "each method's moderated",
+              "pooled": "the block's pooled"}[cfg.seed_spread]
     return (f"{where}{what} from the strongest baseline {strongest.label} at p < {cfg.alpha:g} after Holm's "
-            f"correction over the block's {len(tested)} tested cells (paired two-level bootstrap over the "
-            f"{'/'.join(map(str, problems))} shared problems per benchmark and the seeds, n = "
+            f"correction over the block's {len(tested)} tested cells (paired t-test in closed form over the "
+            f"{'/'.join(map(str, problems))} shared problems per benchmark and {spread} seed spread, n = "
             f"{', '.join(f'{a} vs {b}' for a, b in seeds)} seeds{left}; differences, intervals and p-values in table.csv)")
 
 
@@ -155,19 +208,21 @@ def _power_notes(block, strongest: Row, cfg: TableConfig, tested) -> list[str]:
 
 
 def add_intervals(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
-    """Each cell's 95% interval: problems and seeds resampled (the block's pooled seed spread) when it
-    has per-problem scores, else a t-interval over its seeds (none with one seed)."""
+    """Each cell's 95% interval: the score interval over problems and seeds (dashboards/paired_stats.py
+    `interval`, the row's seed spread) when it has per-problem scores, else a t-interval over its seeds
+    (none with one seed), kept inside [0, 1] when the table shows fractions as percentages."""
     from scipy import stats
 
-    spreads = _spreads(block, columns)
+    spreads = _spreads(block, columns, cfg)
     for row in block:
         for col in _tested_columns(columns):
             cell = row.cells[col]
             if cell.mean is None:
                 continue
             if cell.scores is not None and cell.scores.x.shape[0] >= MIN_SEEDS:
-                spread = spreads.get(col) if not row.is_base else None
-                cell.ci = interval(cell.scores, spread=spread, alpha=cfg.alpha)
+                cell.ci = interval(cell.scores, spread=spreads[col].get(id(row)), alpha=cfg.alpha)
             elif len(cell.values) > 1 and cell.std is not None:
                 half = float(stats.t.ppf(1 - cfg.alpha / 2, len(cell.values) - 1)) * cell.std / np.sqrt(len(cell.values))
-                cell.ci = (cell.mean - half, cell.mean + half)
+                lo, hi = cell.mean - half, cell.mean + half
+                fractions = cfg.scale == 100 and all(0 <= v <= 1 for v in cell.values)
+                cell.ci = (max(lo, 0.0), min(hi, 1.0)) if fractions else (lo, hi)

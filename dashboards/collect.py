@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from contract.suggest import did_you_mean
+from dashboards.sample_results import numeric_column
 from tracking_store.client import StoreMissing, open_existing
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs
 from tracking_store.uri import mask_uri, resolve_uri, sqlite_path
@@ -356,7 +357,8 @@ def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
 
 def load_results(path: str | Path) -> pd.DataFrame:
     """A long-format results file (.csv, .parquet) -> frame with model, method, benchmark,
-    value, seed, config (seed/config optional in the file; filled when absent)."""
+    value, seed, config (seed/config optional in the file; filled when absent). A value that is not a
+    number is a ValueError naming the file, the column and the row; an empty one is a missing value."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"results file not found: {path}")
@@ -367,7 +369,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
         raise ValueError(f"{path}: missing column(s) {missing}. Expected long format with columns "
                          f"{', '.join(RESULT_COLUMNS)} (optional: {', '.join(OPTIONAL_RESULT_COLUMNS)}); "
                          f"found: {', '.join(df.columns)}")
-    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    df["value"] = numeric_column(df, "value", path, allow_empty=True)  # an empty cell is a missing value ("—")
     if "seed" not in df.columns:  # each row is one observation
         df["seed"] = df.groupby(["model", "method", "benchmark"]).cumcount()
     if "config" not in df.columns:

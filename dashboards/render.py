@@ -203,9 +203,10 @@ def to_html(t: Table) -> str:
     return "\n".join(out) + "\n"
 
 
-STAT_COLUMNS = ("ci_low", "ci_high", "diff", "diff_low", "diff_high", "p", "p_holm")
-"""Per column of table.csv when the table has intervals or a paired test: the cell's 95% interval, and
-against the strongest baseline the difference, its 95% interval, the p-value and Holm's adjusted one."""
+STAT_COLUMNS = ("ci_low", "ci_high", "diff", "diff_low", "diff_high", "p", "p_holm", "seed_sd")
+"""Per column of table.csv when the table has intervals or a paired test: the cell's 95% interval,
+against the strongest baseline the difference, its 95% interval, the p-value and Holm's adjusted one,
+and the sd of the row's runs over seeds with the sampling noise taken away (per-problem scores only)."""
 
 
 def to_frame(t: Table) -> pd.DataFrame:
@@ -234,6 +235,7 @@ def to_frame(t: Table) -> pd.DataFrame:
                     rec[f"{col} {k}"] = scaled(test.get(k))
                 for k in ("p", "p_holm"):
                     rec[f"{col} {k}"] = float(f"{test[k]:.4g}") if k in test else None
+                rec[f"{col} seed_sd"] = scaled(cell.seed_sd)
         recs.append(rec)
     return pd.DataFrame(recs)
 

@@ -1,210 +1,213 @@
-"""Simulated studies with a known truth: is the paired test calibrated, and does it find what it should?
+"""Calibration of the report's statistics on simulated studies (dashboards/study_model.py).
 
-    python -m dashboards.score_simulation             # 400 null tables + 400 with a true difference
-    python -m dashboards.score_simulation --tables 200 --seeds 5
+    python -m dashboards.score_simulation                    # every scenario, 1,000 null tables each
+    python -m dashboards.score_simulation --scenarios unstable-3x,floor --tables 300
+    python -m dashboards.score_simulation --spread pooled    # the earlier assumption, for comparison
+    python -m dashboards.score_simulation --smoke            # seconds
 
-    from dashboards.score_simulation import Shape, simulate, calibration
-    runs = simulate(Shape(), np.random.default_rng(0))    # {method: [(seeds, problems) per benchmark]}
+    from dashboards.score_simulation import null_rates, run_scenarios, format_report
+    r = null_rates(SCENARIOS["unstable-3x"], tables=1000)
+    r.rejection["tested"]["AVG"]       # share of the tested method's AVG cells with p < alpha
+    r.family_wise                      # share of tables with a cell marked after Holm
+    r.coverage["cell"]                 # (covered, missed below, missed above) of the cells' 95% intervals
 
-The generating model (docs/statistics.md "Calibration"): each benchmark has problems with a shared
-difficulty (logit-normal around the benchmark's accuracy, the same for every method, as real
-benchmarks are), every run (a method's seed) shifts its logits by a run effect, every method has a
-small problem-by-method interaction, and a run answers each problem k times (Bernoulli). Under the
-null every method draws from the same model; `effect` (accuracy points x100 on one benchmark of one
-method, or on every benchmark) adds a true difference. The shape defaults to the default study's:
-7 methods, 3 benchmarks of 64 problems, 3 seeds, 4 samples per problem.
+Each null table is tested as a report tests it: per column, every method judged with the seed spread
+of `mode` (dashboards/seed_spread.py: its own, the default; moderated; pooled), every method against
+method 0 (a fixed baseline), Holm over the table's cells. Coverage counts an interval as missed below when the truth lies under it
+and above when over it. The truths: a cell's and a difference's are the population accuracy (problems
+drawn from the benchmark, runs, samples); the aggregates' are rliable's (runs and samples on these
+problems): the mean over benchmarks, and P(X > Y) of method 1 against method 0 from 400 simulated runs
+of each. Power: method 1's AVG cells with a true logit shift, under each mode on the same tables.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dashboards.paired_stats import Scores, compare, detectable_difference, seed_spread
-from dashboards.significance import welch_p
+from dashboards.aggregates import improvement, mean_interval
+from dashboards.paired_scores import Scores
+from dashboards.paired_stats import compare, holm, interval
+from dashboards.study_model import SCENARIOS, Shape, Study, _sigmoid, simulate
+from dashboards.seed_spread import SPREAD_MODES, block_spreads
+
+TRUTH_RUNS = 400
 
 
 @dataclass
-class Shape:
-    """A simulated study's size and variance components (defaults: the default study's)."""
-
-    methods: int = 7
-    problems: int = 64
-    seeds: int = 3
-    samples: int = 4
-    accuracy: tuple[float, ...] = (0.55, 0.44, 0.065)
-    """Accuracy at each benchmark's centre logit (its length is the number of benchmarks); the default
-    study's trained methods (easy, medium, hard)."""
-    difficulty_sd: float = 1.5
-    """Spread of the problems' logits around the benchmark's level (shared by all methods)."""
-    run_sd: float = 0.2
-    """Spread of a run's logit shift (its seed): 0.2 gives the seed spread the default study showed
-    (pooled run variance of AVG 2.7e-4 measured, 3.3e-4 simulated; docs/statistics.md)."""
-    interaction_sd: float = 0.2
-    """Spread of a method's problem-specific logit shift (the same in each of its runs)."""
+class Rates:
+    tables: int
+    rejection: dict = field(default_factory=dict)
+    """{"tested" | "others": {column: share of cells with p < alpha}}."""
+    family_wise: float = 0.0
+    coverage: dict = field(default_factory=dict)
+    """{"cell" | "difference" | "aggregate mean" | "P(X>Y)": (covered, missed below, missed above)}."""
+    power: dict = field(default_factory=dict)
+    """{mode: share of AVG cells found (SPREAD_MODES), "points": the true AVG difference x100}."""
 
 
-def _logit(p: float) -> float:
-    return float(np.log(p / (1 - p)))
-
-
-def simulate(shape: Shape, rng: np.random.Generator, effect: float = 0.0, effect_on: int = 1) -> list[list[np.ndarray]]:
-    """[method][benchmark] -> (seeds, problems) fractions correct. Method `effect_on` gets `effect`
-    added to its logits on every benchmark (a logit shift; see `effect_in_points`)."""
-    out = [[None] * len(shape.accuracy) for _ in range(shape.methods)]
-    for b, acc in enumerate(shape.accuracy):
-        difficulty = _logit(acc) + shape.difficulty_sd * rng.standard_normal(shape.problems)
-        for m in range(shape.methods):
-            inter = shape.interaction_sd * rng.standard_normal(shape.problems)
-            runs = shape.run_sd * rng.standard_normal((shape.seeds, 1))
-            shift = effect if m == effect_on else 0.0
-            prob = 1 / (1 + np.exp(-(difficulty + inter + runs + shift)))
-            out[m][b] = rng.binomial(shape.samples, prob) / shape.samples
+def _column_scores(study: Study, column: int | None) -> list[Scores]:
+    """Each method's Scores of one benchmark column, or of AVG (column None: every benchmark a stratum)."""
+    out = []
+    for runs in study.scores:
+        parts = runs if column is None else [runs[column]]
+        out.append(Scores(np.concatenate(parts, axis=1), np.concatenate([np.full(p.shape[1], i) for i, p in enumerate(parts)])))
     return out
 
 
-def _scores(runs: list[np.ndarray], column: int | None) -> Scores:
-    """One method's Scores of one benchmark column, or of AVG (column None: every benchmark a stratum)."""
-    parts = runs if column is None else [runs[column]]
-    x = np.concatenate(parts, axis=1)
-    strata = np.concatenate([np.full(p.shape[1], i) for i, p in enumerate(parts)])
-    return Scores(x, strata)
+def _truth(values: np.ndarray, column: int | None) -> np.ndarray:
+    return values.mean(axis=1) if column is None else values[:, column]
 
 
-def _welch_rejects(a: Scores, b: Scores, alpha: float) -> bool:
-    """Welch's t-test over the seeds' cell values (the earlier test) rejects at `alpha`."""
-    p = welch_p(list(a.x @ a.weights), list(b.x @ b.weights))
-    return p is not None and p < alpha
+class _Tally:
+    def __init__(self):
+        self.counts = {}
+
+    def add(self, key: str, truth: float, lo: float, hi: float) -> None:
+        c = self.counts.setdefault(key, [0, 0, 0])
+        c[0] += 1
+        c[1] += truth < lo
+        c[2] += truth > hi
+
+    def shares(self) -> dict:
+        return {k: (1 - (b + a) / n, b / n, a / n) for k, (n, b, a) in self.counts.items()}
 
 
-def rejection_rates(shape: Shape, tables: int, effect: float = 0.0, alpha: float = 0.05, seed: int = 0) -> dict:
-    """Share of (method, column) cells rejected against a fixed baseline (method 0) by the paired test
-    and by Welch's t-test over seeds; with effect != 0 only method 1's cells (the true difference)."""
+def _p_truth(study: Study, shape: Shape, rng: np.random.Generator) -> float:
+    """P(a run of method 1 beats a run of method 0 on a benchmark), averaged over benchmarks."""
+    shares = []
+    for logits in study.run_logits:
+        runs = []
+        for m in (1, 0):
+            shift = shape.run_sd_of(m) * rng.standard_normal((TRUTH_RUNS, 1))
+            runs.append(rng.binomial(shape.samples, _sigmoid(logits[m] + shift)).mean(axis=1) / shape.samples)
+        x, y = np.sort(runs[0]), np.sort(runs[1])
+        below = np.searchsorted(y, x, side="left")
+        ties = np.searchsorted(y, x, side="right") - below
+        shares.append(float((below + 0.5 * ties).sum()) / (len(x) * len(y)))
+    return float(np.mean(shares))
+
+
+def null_rates(shape: Shape, tables: int, alpha: float = 0.05, seed: int = 0, power_shift: float | None = None,
+               progress: bool = False, mode: str = "own") -> Rates:
+    """Rejection, family-wise and coverage rates over `tables` null tables (and power, given a logit shift)."""
     rng = np.random.default_rng(seed)
-    paired, welch, n, detectable = 0, 0, 0, []
     columns = list(range(len(shape.accuracy))) + [None]
-    for _ in range(tables):
-        runs = simulate(shape, rng, effect)
-        others = [1] if effect else range(1, shape.methods)
-        for col in columns:
-            every = [_scores(r, col) for r in runs]
-            spread = seed_spread(*every)  # pooled over the table's methods, as the report does
-            for m in others:
-                a, b = every[m], every[0]
-                c = compare(a, b, spread=spread, alpha=alpha, n_boot=400, seed=int(rng.integers(1 << 31)))
-                paired += c.p < alpha
-                welch += _welch_rejects(a, b, alpha)
-                n += 1
-                if col is None:
-                    detectable.append(detectable_difference(c, alpha=alpha))
-    return {"cells": n, "paired": paired / n, "welch": welch / n, "detectable_avg": float(np.median(detectable))}
-
-
-def effect_in_points(shape: Shape, logit_shift: float, rng: np.random.Generator, draws: int = 200) -> float:
-    """The expected AVG accuracy difference (fraction) a logit shift makes under `shape`."""
-    diffs = []
-    for _ in range(draws):
-        deltas = []
-        for acc in shape.accuracy:
-            z = _logit(acc) + shape.difficulty_sd * rng.standard_normal(shape.problems)
-            deltas.append(np.mean(1 / (1 + np.exp(-(z + logit_shift))) - 1 / (1 + np.exp(-z))))
-        diffs.append(np.mean(deltas))
-    return float(np.mean(diffs))
-
-
-def shift_for(shape: Shape, points: float, rng: np.random.Generator) -> float:
-    """The logit shift whose expected AVG difference is `points` (a fraction), by bisection."""
-    lo, hi = 0.0, 3.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if effect_in_points(shape, mid, rng, 40) < points:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def _avg_cells(shape: Shape, shift: float, tables: int, alpha: float, rng: np.random.Generator) -> dict:
-    """AVG cells of method 1 against method 0 with a true logit `shift`: rejection rates and the median
-    detectable difference the power analysis reports."""
-    paired = welch = 0
-    detectable = []
-    for _ in range(tables):
-        runs = simulate(shape, rng, shift)
-        every = [_scores(r, None) for r in runs]
-        a, b = every[1], every[0]
-        c = compare(a, b, spread=seed_spread(*every), alpha=alpha, n_boot=400, seed=int(rng.integers(1 << 31)))
-        paired += c.p < alpha
-        detectable.append(detectable_difference(c, alpha=alpha))
-        welch += _welch_rejects(a, b, alpha)
-    return {"paired": paired / tables, "welch": welch / tables, "detectable": float(np.median(detectable))}
-
-
-def calibration(shape: Shape, tables: int, alpha: float = 0.05, seed: int = 0, power_tables: int | None = None) -> dict:
-    """Null rejection rates over every cell, then the power at the detectable AVG difference: the size the
-    power analysis reports on studies that have that difference (one fixed-point step from the size it
-    reports on null studies: a difference raises the variance a little), and the rejection rate there,
-    each over `power_tables` studies (default 2 x tables: one cell each, so the rate is known to +-2%)."""
-    null = rejection_rates(shape, tables, 0.0, alpha, seed)
-    power_tables = power_tables or 2 * tables
-    first = shift_for(shape, null["detectable_avg"], np.random.default_rng(seed + 1))
-    size = _avg_cells(shape, first, power_tables, alpha, np.random.default_rng(seed + 2))["detectable"]
-    found = _avg_cells(shape, shift_for(shape, size, np.random.default_rng(seed + 3)), power_tables, alpha,
-                       np.random.default_rng(seed + 4))
-    return {"null_paired": null["paired"], "null_welch": null["welch"], "null_cells": null["cells"],
-            "detectable_avg": size, "power_paired": found["paired"], "power_welch": found["welch"], "tables": tables,
-            "power_tables": power_tables}
-
-
-def table_rates(shape: Shape, tables: int, baselines: int = 4, alpha: float = 0.05, seed: int = 0) -> dict:
-    """As a report tests a table with no true difference: the strongest of the first `baselines` methods
-    (best AVG) against every other method's cells, seed spread pooled per column, Holm over the block.
-    Returns the per-cell rate before correction (the strongest baseline is picked on the same data, which
-    biases it) and the family-wise rate after Holm (any cell of the table marked)."""
-    from dashboards.paired_stats import holm
-
-    rng = np.random.default_rng(seed)
-    cells = rejected = families = 0
-    columns = list(range(len(shape.accuracy))) + [None]
-    for _ in range(tables):
-        runs = simulate(shape, rng)
-        scores = {col: [_scores(r, col) for r in runs] for col in columns}
-        strongest = max(range(baselines), key=lambda m: scores[None][m].mean)
+    names = [f"bench{c}" if c is not None else "AVG" for c in columns]
+    rejected = {"tested": dict.fromkeys(names, 0), "others": dict.fromkeys(names, 0)}
+    families, tally = 0, _Tally()
+    for t in range(tables):
+        study = simulate(shape, rng)
         pvalues = []
-        for col in columns:
-            spread = seed_spread(*scores[col])
+        for col, name in zip(columns, names):
+            every = _column_scores(study, col)
+            spreads = block_spreads(every, mode)
+            truth = _truth(study.population, col)
             for m in range(shape.methods):
-                if m != strongest:
-                    pvalues.append(compare(scores[col][m], scores[col][strongest], spread=spread, alpha=alpha,
-                                           n_boot=400, seed=int(rng.integers(1 << 31))).p)
-        cells += len(pvalues)
-        rejected += sum(p < alpha for p in pvalues)
+                lo, hi = interval(every[m], spread=spreads[m], alpha=alpha)
+                tally.add("cell", truth[m], lo, hi)
+                tally.add(f"cell {name}", truth[m], lo, hi)
+                if m == 0:
+                    continue
+                c = compare(every[m], every[0], spread_a=spreads[m], spread_b=spreads[0], alpha=alpha)
+                pvalues.append(c.p)
+                rejected["tested" if m == 1 else "others"][name] += c.p < alpha
+                tally.add("difference", truth[m] - truth[0], c.ci_low, c.ci_high)
         families += any(p < alpha for p in holm(pvalues))
-    return {"per_cell": rejected / cells, "family_wise": families / tables}
+        runs = [np.stack([r.mean(axis=1) for r in method], axis=1) for method in study.scores]  # (seeds, benchmarks)
+        cond = study.conditional.mean(axis=1)
+        lo, hi = mean_interval(runs[1], alpha=alpha)
+        tally.add("aggregate mean", cond[1], lo, hi)
+        p = improvement(runs[1], runs[0], alpha=alpha)
+        tally.add("P(X>Y)", _p_truth(study, shape, rng), *p.ci)
+        if progress and (t + 1) % max(tables // 10, 1) == 0:
+            print(f"  {t + 1}/{tables} tables", file=sys.stderr, flush=True)
+    others = max(shape.methods - 2, 1)
+    out = Rates(tables)
+    out.rejection = {"tested": {k: v / tables for k, v in rejected["tested"].items()},
+                     "others": {k: v / (tables * others) for k, v in rejected["others"].items()}}
+    out.family_wise = families / tables
+    out.coverage = tally.shares()
+    if power_shift is not None:
+        out.power = power(shape, power_shift, tables, alpha, seed + 1)
+    return out
+
+
+def power(shape: Shape, shift: float, tables: int, alpha: float = 0.05, seed: int = 1) -> dict:
+    """Share of method 1's AVG cells found against method 0 with a true logit `shift`, by each way of
+    judging the seed spread (dashboards/seed_spread.py SPREAD_MODES), on the same tables."""
+    rng = np.random.default_rng(seed)
+    found = dict.fromkeys(SPREAD_MODES, 0)
+    points = []
+    for _ in range(tables):
+        study = simulate(shape, rng, effect=shift)
+        every = _column_scores(study, None)
+        for mode in SPREAD_MODES:
+            spreads = block_spreads(every, mode)
+            found[mode] += compare(every[1], every[0], spread_a=spreads[1], spread_b=spreads[0], alpha=alpha).p < alpha
+        points.append(study.population[1].mean() - study.population[0].mean())
+    return {k: v / tables for k, v in found.items()} | {"points": 100 * float(np.mean(points))}
+
+
+POWER_SHIFT = 0.37
+"""The logit shift of the power arm: about 5.4 AVG points in the default study's shape, the difference
+the default study's power analysis reports as detectable with 80% power."""
+
+
+def run_scenarios(shapes: dict[str, Shape], tables: int, alpha: float = 0.05, progress: bool = False,
+                  mode: str = "own") -> dict:
+    """{scenario: (shape, Rates)}; the power arm where every method's seeds vary alike."""
+    out = {}
+    for name, shape in shapes.items():
+        if progress:
+            print(f"{name}: {tables} null tables ({mode} seed spreads)", file=sys.stderr, flush=True)
+        shift = POWER_SHIFT if shape.unstable_sd is None else None
+        out[name] = (shape, null_rates(shape, tables, alpha, power_shift=shift, progress=progress, mode=mode))
+    return out
+
+
+def _range(values) -> str:
+    values = list(values)
+    return f"{min(values):.3f}-{max(values):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+
+
+def format_report(results: dict, alpha: float) -> str:
+    """A markdown table of every scenario's rates (the one in docs/statistics.md)."""
+    lines = [f"| scenario | tested method, null rejection at p < {alpha:g} (per column) | other methods | "
+             "family-wise after Holm | cell intervals: covered (below, above) | differences | aggregate mean | "
+             f"P(X > Y) | power at ~5 AVG points ({' / '.join(SPREAD_MODES)}) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, (shape, r) in results.items():
+        cov = {k: f"{c:.3f} ({lo:.3f}, {hi:.3f})" for k, (c, lo, hi) in r.coverage.items()}
+        power_text = (" / ".join(f"{r.power[m]:.3f}" for m in SPREAD_MODES) + f" ({r.power['points']:.1f} points)"
+                      if r.power else "")
+        lines.append(f"| {name} ({r.tables}) | {_range(r.rejection['tested'].values())} | "
+                     f"{_range(r.rejection['others'].values())} | {r.family_wise:.3f} | {cov['cell']} | "
+                     f"{cov['difference']} | {cov['aggregate mean']} | {cov['P(X>Y)']} | {power_text} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", type=int, default=400)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap = argparse.ArgumentParser(description="Calibration of the report's statistics on simulated studies.")
+    ap.add_argument("--tables", type=int, default=1000, help="null tables per scenario (default 1000)")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    ap.add_argument("--seeds", type=int, default=None, help="seeds per method (default: the scenario's, 3)")
     ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--smoke", action="store_true", help="20 tables: seconds")
+    ap.add_argument("--spread", default="own", choices=["own", "moderated", "pooled"],
+                    help="the seed spread each method is judged with (report.table.seed_spread)")
+    ap.add_argument("--smoke", action="store_true", help="20 tables per scenario: seconds")
     args = ap.parse_args(argv)
-    shape = Shape(seeds=args.seeds)
-    r = calibration(shape, 20 if args.smoke else args.tables, args.alpha)
-    print(f"shape: {shape.methods} methods, {len(shape.accuracy)} benchmarks x {shape.problems} problems, "
-          f"{shape.seeds} seeds, {shape.samples} samples; {r['tables']} tables per case, alpha {args.alpha:g}")
-    print(f"no true difference ({r['null_cells']} cells): paired rejects {r['null_paired']:.3f}, "
-          f"Welch rejects {r['null_welch']:.3f}  (calibrated: within [{args.alpha / 2:g}, {2 * args.alpha:g}])")
-    print(f"true AVG difference {100 * r['detectable_avg']:.2f} points (the power analysis' 80% size; "
-          f"{r['power_tables']} studies): "
-          f"paired finds {r['power_paired']:.3f}, Welch finds {r['power_welch']:.3f}")
-    t = table_rates(shape, 20 if args.smoke else args.tables, alpha=args.alpha)
-    print(f"whole tables, no true difference, against the strongest of 4 baselines (picked on the same data): "
-          f"{t['per_cell']:.3f} of cells below p < {args.alpha:g} before correction; "
-          f"{t['family_wise']:.3f} of tables mark a cell after Holm")
+    names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        ap.error(f"--scenarios: unknown {unknown}; expected some of {', '.join(SCENARIOS)}")
+    shapes = {n: SCENARIOS[n] if args.seeds is None else replace(SCENARIOS[n], seeds=args.seeds) for n in names}
+    results = run_scenarios(shapes, 20 if args.smoke else args.tables, alpha=args.alpha, progress=True,
+                            mode=args.spread)
+    print(format_report(results, args.alpha))
 
 
 if __name__ == "__main__":

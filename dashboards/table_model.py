@@ -15,6 +15,7 @@ from contract.metrics import VAL_AVG, VAL_TEMPLATE
 
 AVG, DELTA = "AVG", "Delta Avg"
 SIGNIFICANCE = ("auto", "paired", "welch", "off")
+SEED_SPREADS = ("own", "moderated", "pooled")
 SELECT_ON = ("auto", "select", "reported")
 CELLS = ("mean", "mean ± ci", "mean ± std")
 
@@ -65,12 +66,17 @@ class TableConfig:
     lower_is_better: list[str] = field(default_factory=list)
     """Columns (benchmarks, 'AVG', 'Delta Avg') where a lower value ranks first."""
     significance: str = "auto"
-    """Mark (†) cells that differ from the strongest baseline: 'paired' (per-problem two-level bootstrap,
-    Holm's correction over the block), 'auto' (paired where per-problem verdicts were recorded, else
+    """Mark (†) cells that differ from the strongest baseline: 'paired' (per-problem paired t-test in closed
+    form, problems and seeds as random draws, Holm's correction over the block), 'auto' (paired where per-problem verdicts were recorded, else
     Welch's t-test over seeds when both rows have >= 3 seeds), 'welch' (>= 2 seeds, no correction) or
     'off' (dashboards/significance.py, docs/statistics.md)."""
     alpha: float = 0.05
     """Significance level of that test."""
+    seed_spread: str = "own"
+    """The seed spread the paired test and the intervals judge each method with: 'own' (each method's own
+    runs: keeps the level when methods differ in stability), 'moderated' (shrunk toward the block's,
+    limma's empirical Bayes) or 'pooled' (the block's, assuming every method's seeds vary alike: most
+    power, anti-conservative for a less stable method); docs/statistics.md has the calibration."""
     power: float | None = None
     """A difference (in shown units, e.g. 2.0 points) to size seeds for: the footnote says how many seeds
     per method the paired test needs to find it with 80% power. None: only the detectable difference."""
@@ -113,6 +119,8 @@ class TableConfig:
             bad("base", f"must be a non-empty string, got {self.base!r}")
         if self.significance not in SIGNIFICANCE:
             bad("significance", f"must be one of {SIGNIFICANCE}, got {self.significance!r}")
+        if self.seed_spread not in SEED_SPREADS:
+            bad("seed_spread", f"must be one of {SEED_SPREADS}, got {self.seed_spread!r}")
         if isinstance(self.cells, str):  # 'mean +- ci' typed in ASCII, any spacing
             self.cells = " ".join(self.cells.replace("+-", "±").replace("±", " ± ").split())
         if self.cells not in CELLS:
@@ -135,6 +143,7 @@ class Cell:
     scores: object | None = None  # dashboards.paired_stats.Scores: per seed, per problem (None: no verdicts)
     ci: tuple[float, float] | None = None  # 95% interval of the mean
     test: dict | None = None  # against the strongest baseline: diff, diff_low, diff_high, p, p_holm
+    seed_sd: float | None = None  # the sd of a run's value over seeds, sampling noise removed (per-problem scores)
 
 @dataclass
 class Row:

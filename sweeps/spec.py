@@ -22,11 +22,13 @@ A spec (configs/sweeps/*.yaml):
     stop: [{metric: actor/entropy, below: 0.01, for_steps: 20}]  # optional early stops (sweeps/stop_rules.py)
 
 Variant keys: ``algorithm`` (objective name), ``label`` (method name in tables), ``clip``
-({low, high} -> eps_low/eps_high), any objective parameter (eps_low, gate, mixing, tau_pos, ...),
-and dotted or nested trial-config keys (``trainer.lr``, ``{trainer: {lr: ...}}``).
+({low, high} -> eps_low/eps_high), ``seed_offset`` (added to each seed for this variant's trials: a
+replicate on other seeds), any objective parameter (eps_low, gate, mixing, tau_pos, ...), and dotted
+or nested trial-config keys (``trainer.lr``, ``{trainer: {lr: ...}}``).
 
-Trial ids are readable and stable: algorithm + the variant's values + seed, e.g.
-``dhpo-entropy-branch.s1``, ``grpo-clip0.2-0.2.s0``, ``sspo-atanlog-tn0.6-tp0.5.s2``; only
+Trial ids are readable and stable: algorithm + the variant's values (+ ``seed+N`` for a seed offset)
++ seed, e.g. ``dhpo-entropy-branch.s1``, ``grpo-clip0.2-0.2.s0``, ``sspo-atanlog-tn0.6-tp0.5.s2``,
+``grpo-clip0.2-0.2-seed+100.s100``; only
 ``A-Za-z0-9_.+-`` (anything else becomes ``_``), at most 120 characters (a longer one keeps its
 head and gets a hash of the whole). The sweep name is 1-100 of ``A-Za-z0-9_.-``; a label at most
 60 characters, no control characters. The YAML is read safely (spec_yaml.py: no anchors/aliases,
@@ -47,7 +49,7 @@ from typing import Any
 
 from sweeps.spec_errors import SpecError, unknown_key
 from sweeps.spec_presets import CONFIGS_DIR, compose_base, preset_groups
-from sweeps.spec_variants import MAX_LABEL, flatten, variant_axes
+from sweeps.spec_variants import MAX_LABEL, MAX_SEED, flatten, seed_offset, variant_axes
 from sweeps.spec_sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
                                   positive_int, report_with_defaults)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
@@ -65,7 +67,6 @@ SPEC_KEYS = ("name", "defaults", "base", "seeds", "resources", "max_concurrent",
              "report_interval_s", "stall_timeout_s", "max_trials", "variants", "search", "scheduler", "report", "eval", "stop")
 SECTIONS = tuple(k for k, v in trial_schema().items() if v is not None)  # mappings of the trial config
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -276,19 +277,22 @@ def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resour
     """Every trial: each variant's grid of axis values times the seeds, each config validated."""
     trials: list[Trial] = []
     seen: dict[str, str] = {}
+    replicates = any(v.get("seed_offset") for v in variants)  # then no trial may repeat another's config and seed
+    runs: dict[str, tuple[str, int]] = {}  # config hash -> (where, its variant's seed offset)
     for vi, (variant, axes) in enumerate(zip(variants, all_axes)):
         where = f"{src}: variants[{vi}]"
         label = variant.get("label")
+        offset = seed_offset(variant, seeds, where)
         for combo in itertools.product(*[values for _, values in axes]):
             chosen = [(k, value) for (k, _), value in zip(axes, combo)]
-            cid = config_id(chosen[0][1], chosen)
+            cid = config_id(chosen[0][1], chosen, seed_offset=offset)
             for seed in seeds:
                 data = copy.deepcopy(base)
                 if data.get("algorithm", {}).get("name") != chosen[0][1]:
                     data["algorithm"] = {"name": chosen[0][1], "params": {}}  # base params belong to another objective
                 for key, value in chosen:
                     _set_dotted(data, key, value, where)
-                data["seed"] = seed
+                data["seed"] = seed + offset
                 _absolute_paths(data, cwd)
                 resolve_resources(data, resources)  # e.g. verl.device: auto -> cpu or cuda
                 try:
@@ -296,13 +300,28 @@ def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resour
                     check_resources(cfg, resources, where)
                 except ConfigError as err:
                     raise SpecError(str(err)) from None
-                trial_id = f"{cid}.s{seed}"
+                trial_id = f"{cid}.s{cfg.seed}"
                 if trial_id in seen:
                     raise SpecError(f"{where}: duplicate trial id {trial_id!r} (also from {seen[trial_id]}); "
                                     "give the variants different values or a distinguishing key")
                 seen[trial_id] = where
-                trials.append(Trial(trial_id, cid, label or method_label(cfg), vi, cfg))
+                trial = Trial(trial_id, cid, label or method_label(cfg), vi, cfg)
+                if replicates:
+                    _check_replicate(trial, offset, runs, seeds, src, f"variants[{vi}] ({trial_id})")
+                trials.append(trial)
     return trials
+
+
+def _check_replicate(trial: Trial, offset: int, runs: dict[str, tuple[str, int]], seeds: list[int], src: str,
+                     here: str) -> None:
+    """A variant with a seed offset is a replicate on other seeds: refuse one of its trials that has the same
+    config and seed as another variant's (the two rows would report bit-identical numbers)."""
+    twin = runs.get(trial.config_hash)
+    if twin is not None and (offset or twin[1]):
+        raise SpecError(f"{src}: {here}: the same configuration and seed {trial.config.seed} as {twin[0]}: a variant "
+                        f"with seed_offset must run other seeds than the one it replicates; expected a seed_offset "
+                        f"greater than the seeds' spread {max(seeds) - min(seeds)} (e.g. seed_offset: 100)")
+    runs.setdefault(trial.config_hash, (here, offset))
 
 
 def _check_search_space(search: dict, trials: list[Trial], src: str) -> None:

@@ -3,9 +3,13 @@
     axes = variant_axes(spec["variants"], seeds=[0, 1], max_trials=10_000, src="my.yaml")
     # [[("algorithm.name", ["dhpo"]), ("algorithm.params.mixing", ["averaged", "entropy"]), ...], ...]
 
-A variant's keys: ``algorithm``, ``label``, ``clip`` ({low, high} -> eps_low/eps_high), the objective's
-parameters, and dotted or nested trial-config keys. A list value is an axis (``data.benchmarks``: a list
-of lists). The grid's size is checked against max_trials before anything is expanded (sweeps/spec.py).
+A variant's keys: ``algorithm``, ``label``, ``clip`` ({low, high} -> eps_low/eps_high), ``seed_offset``
+(an integer >= 0 added to each of the spec's seeds for this variant's trials: a replicate of another
+variant on other seeds), the objective's parameters, and dotted or nested trial-config keys. A list value
+is an axis (``data.benchmarks``: a list of lists). The grid's size is checked against max_trials before
+anything is expanded (sweeps/spec.py).
+
+    seed_offset(variant, seeds=[0, 1, 2], where="my.yaml: variants[2]")   # {seed_offset: 100} -> 100
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from trainers.objectives import OBJECTIVES
 
 TRIAL_SECTIONS = tuple(trial_schema())  # model, data, ..., seed, backend and each backend's own section
 MAX_LABEL = 60
+MAX_SEED = 2**32 - 1
+OWN_KEYS = ("algorithm", "label", "seed_offset")  # variant keys that are not trial-config settings
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -44,7 +50,7 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
     param_names = list(OBJECTIVES[name].param_docs())
     pairs: list[tuple[str, Any]] = [("algorithm.name", name)]
     for key, value in variant.items():
-        if key in ("algorithm", "label"):
+        if key in OWN_KEYS:
             continue
         if key == "clip":
             if not isinstance(value, dict) or set(value) - {"low", "high"} or not value:
@@ -52,7 +58,8 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
             for side, v in value.items():
                 pairs.append((f"algorithm.params.eps_{side}", v))
         elif key == "seed":  # the trial seed is set per trial from the spec's `seeds`
-            raise SpecError(f"{where}.seed: a variant cannot set the seed; list seeds in the top-level 'seeds' key")
+            raise SpecError(f"{where}.seed: a variant cannot set the seed; list seeds in the top-level 'seeds' key, "
+                            "or shift this variant's seeds with seed_offset: N")
         elif key in param_names:
             pairs.append((f"algorithm.params.{key}", value))
         elif key.split(".")[0] in TRIAL_SECTIONS:
@@ -61,7 +68,7 @@ def _variant_settings(variant: dict, where: str) -> list[tuple[str, Any]]:
             else:
                 pairs.append((key, value))
         else:
-            raise unknown_key(where, key, ["label", "clip", "algorithm"] + param_names + list(TRIAL_SECTIONS))
+            raise unknown_key(where, key, list(OWN_KEYS) + ["clip"] + param_names + list(TRIAL_SECTIONS))
     return pairs
 
 
@@ -81,6 +88,19 @@ def _check_label(label: Any, where: str) -> None:
                         f"control characters or line breaks), got {label!r}")
 
 
+def seed_offset(variant: dict, seeds: list, where: str) -> int:
+    """The variant's ``seed_offset`` (0 when absent): an integer >= 0, one value (not a grid axis), that
+    keeps every shifted seed within [0, MAX_SEED]; SpecError naming the key otherwise."""
+    offset = variant.get("seed_offset", 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise SpecError(f"{where}.seed_offset: expected one integer >= 0 (added to each of the spec's seeds for this "
+                        f"variant's trials), got {offset!r}")
+    if max(seeds) + offset > MAX_SEED:
+        raise SpecError(f"{where}.seed_offset: the largest seed {max(seeds)} + {offset} exceeds {MAX_SEED}; expected "
+                        f"an offset <= {MAX_SEED - max(seeds)}")
+    return offset
+
+
 def variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> list[list[tuple[str, list]]]:
     """Each variant's checked axes and label; SpecError, before anything is expanded, when the grid
     (axis lengths x seeds, summed over the variants) exceeds max_trials."""
@@ -93,6 +113,7 @@ def variant_axes(variants: list, seeds: list, max_trials: int, src: str) -> list
                 raise SpecError(f"{where}.{k}: empty list: a grid axis needs at least one value")
         if "label" in variant:
             _check_label(variant["label"], where)
+        seed_offset(variant, seeds, where)
         n = math.prod(len(v) for _, v in axes) * len(seeds)
         total += n
         if total > max_trials:

@@ -3,9 +3,10 @@
     config_id("dhpo", [("algorithm.name", "dhpo"), ("algorithm.params.mixing", "entropy")])  # 'dhpo-entropy'
 
 The algorithm, then each variant value in spec order (numbers with short names: tn0.6, tp0.5;
-eps_low + eps_high together as clip<low>-<high>); only ``A-Za-z0-9_.+-`` (anything else, and runs
-of dots, become ``_``); at most MAX_CONFIG_ID characters (a longer id keeps its head and gets a
-hash of the whole). The seed suffix ``.s<seed>`` is added by the spec.
+eps_low + eps_high together as clip<low>-<high>), then ``seed+N`` for a variant's nonzero seed offset;
+only ``A-Za-z0-9_.+-`` (anything else, and runs of dots, become ``_``); at most MAX_CONFIG_ID
+characters (a longer id keeps its head and gets a hash of the whole). The seed suffix ``.s<seed>``
+(the trial's seed, offset included) is added by the spec.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
-def config_id(name: str, pairs: list[tuple[str, Any]]) -> str:
-    """Readable id of one configuration: the algorithm, then each variant value in spec order."""
+def config_id(name: str, pairs: list[tuple[str, Any]], seed_offset: int = 0) -> str:
+    """Readable id of one configuration: the algorithm, then each variant value in spec order, then
+    ``seed+<offset>`` when the variant shifts its seeds (a replicate of the same values is another configuration)."""
     values = dict(pairs)
     lo, hi = "algorithm.params.eps_low", "algorithm.params.eps_high"
     both = lo in values and hi in values  # shown together as clip<low>-<high>
@@ -66,4 +68,6 @@ def config_id(name: str, pairs: list[tuple[str, Any]]) -> str:
         if key == "algorithm.name" or (both and key == hi):
             continue
         parts.append(safe_id(f"clip{fmt(value)}-{fmt(values[hi])}") if both and key == lo else id_part(key, value))
+    if seed_offset:
+        parts.append(f"seed+{seed_offset}")
     return cap_id("-".join(parts))

@@ -65,6 +65,7 @@ SLOW_LANES = {
         "test_local_trainer.py",           # ~20 s
         "test_synthetic_faults.py",        # ~40 s (three synthetic trials: a retried crash, a divergence, a crash each attempt)
         "test_sweep_plugins.py",           # ~40 s (a toy backend and generator through sweep run and sweep eval)
+        "test_sample_results.py",          # ~60 s (lm-eval's own CLI, 4 runs, then sweep table on its samples)
     ),
 }
 LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}

@@ -199,7 +199,8 @@ def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_da
     assert {"png", "pdf"} <= set(ReportConfig().formats)
     paths = write_report(known_data, tmp_path, ReportConfig(), log_to_run=run)
     figures = {f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks", "clipfrac")
-               for ext in ("png", "pdf")} | {"aggregates.png", "aggregates.pdf"}  # one interval figure per study
+               for ext in ("png", "pdf")} | {f"{f}.{ext}" for f in ("aggregates", "profiles") for ext in ("png", "pdf")}
+    # one interval figure and one performance-profile figure per study
     figures |= {"grid_sensitivity.png", "grid_sensitivity.pdf"}  # a grid: each configuration's score
     assert {p.name for k, p in paths.items() if ":" in k} == figures
     assert all((tmp_path / "figures" / n).stat().st_size > 5000 for n in figures)
@@ -311,8 +312,8 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
     paths = write_report(known_data, tmp_path, cfg)
     names = sorted(p.name for k, p in paths.items() if ":" in k)
     assert names == sorted([f"{m}-{f}.{ext}" for m in ("m-small", "m-large") for f in ("dynamics", "benchmarks")
-                            for ext in ("png", "svg")] + ["aggregates.png", "aggregates.svg",
-                                                          "grid_sensitivity.png", "grid_sensitivity.svg"])
+                            for ext in ("png", "svg")] + ["aggregates.png", "aggregates.svg", "profiles.png",
+                                                          "profiles.svg", "grid_sensitivity.png", "grid_sensitivity.svg"])
     assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
 
 

@@ -128,7 +128,7 @@ def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     cache = str((out / ".matplotlib").resolve())
     assert proc.stdout.split() == ["['png:aggregates',", "'png:grid_sensitivity',", "'png:m-large-dynamics',",
-                                   "'png:m-small-dynamics']", cache, cache]
+                                   "'png:m-small-dynamics',", "'png:profiles']", cache, cache]
     assert list((out / ".matplotlib").glob("fontlist-*.json")), "the font cache is in the report folder"
     assert [p for p in home.rglob("*")] == []
 

@@ -1,20 +1,23 @@
-"""The paired per-problem statistics (dashboards/paired_stats.py) and their calibration on simulated studies."""
+"""The paired per-problem statistics (dashboards/paired_stats.py, dashboards/seed_spread.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from bootstrap_reference import bootstrap_se
 
-from dashboards.paired_stats import Scores, compare, detectable_difference, holm, interval, seed_spread, seeds_needed
-from dashboards.score_simulation import Shape, calibration, simulate
+from dashboards.paired_scores import Scores
+from dashboards.paired_stats import compare, detectable_difference, holm, interval, seeds_needed
+from dashboards.study_model import Shape, simulate
+from dashboards.seed_spread import BlockSpread, block_spreads, out_of_line, seed_spread
 
 
-def _study(rng, shift=0.0, seeds=3, problems=64, run_sd=0.0, samples=4):
+def _study(rng, shift=0.0, seeds=3, problems=64, run_sd=(0.0, 0.0), samples=4, accuracy=0.5):
     """Two methods on shared problems (logit difficulty spread 1.5); method a's logits shifted by `shift`."""
-    difficulty = rng.normal(0, 1.5, problems)
+    difficulty = np.log(accuracy / (1 - accuracy)) + rng.normal(0, 1.5, problems)
     out = []
-    for s in (shift, 0.0):
-        runs = rng.normal(0, run_sd, (seeds, 1))
+    for s, sd in zip((shift, 0.0), run_sd):
+        runs = rng.normal(0, sd, (seeds, 1))
         prob = 1 / (1 + np.exp(-(difficulty + s + runs)))
         out.append(Scores(rng.binomial(samples, prob) / samples, np.zeros(problems, dtype=int)))
     return out
@@ -24,9 +27,7 @@ def test_holm_matches_statsmodels_step_down_adjustment():
     from statsmodels.stats.multitest import multipletests
 
     p = [0.01, 0.04, 0.03, 0.2, 0.001, 0.5]
-    ours = holm(p)
-    theirs = multipletests(p, method="holm")[1]
-    assert ours == pytest.approx(list(theirs), abs=1e-12)
+    assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]), abs=1e-12)
     assert holm([]) == []
 
 
@@ -36,12 +37,21 @@ def test_difference_is_the_cell_difference_and_shared_difficulty_cancels():
     c = compare(a, b)
     assert c.diff == pytest.approx(a.mean - b.mean, abs=1e-12)
     assert c.ci_low < c.diff < c.ci_high
-    # the same data treated as unpaired (each method's problems resampled on their own) is far wider:
-    # shared difficulty is most of the variance of a benchmark mean
-    lo_a, hi_a = interval(a)
-    lo_b, hi_b = interval(b)
-    unpaired_half = np.hypot((hi_a - lo_a) / 2, (hi_b - lo_b) / 2)
-    assert (c.ci_high - c.ci_low) / 2 < 0.6 * unpaired_half
+    unpaired = np.sqrt(a.x.mean(axis=0).var(ddof=1) / 64 + b.x.mean(axis=0).var(ddof=1) / 64)
+    assert c.se < 0.6 * unpaired  # shared difficulty is most of a benchmark's variance
+
+
+def test_closed_form_standard_error_is_the_formula_and_agrees_with_the_two_level_bootstrap():
+    rng = np.random.default_rng(7)
+    a, b = _study(rng, shift=0.2, run_sd=(0.3, 0.6), problems=128)
+    sa, sb = seed_spread(a), seed_spread(b)
+    c = compare(a, b)
+    d = a.x.mean(axis=0) - b.x.mean(axis=0)
+    by_hand = d.var(ddof=1) / len(d) + sa.run_var / 3 + sb.run_var / 3
+    assert c.se ** 2 == pytest.approx(by_hand, rel=1e-12)
+    boot = np.mean([bootstrap_se(a, b, sa, sb, n_boot=4000, seed=s) for s in range(3)])
+    assert c.se == pytest.approx(boot, rel=0.06)
+    assert compare(a, b) == compare(a, b)  # no resampling: the same numbers every time
 
 
 def test_a_real_difference_is_found_and_an_absent_one_is_not():
@@ -53,21 +63,54 @@ def test_a_real_difference_is_found_and_an_absent_one_is_not():
     assert compare(same, b).diff == 0.0
 
 
-def test_seed_spread_pools_and_removes_the_noise_share():
+def test_each_method_keeps_its_own_seed_spread():
+    """A method whose seeds vary 3x as much widens only its own comparisons' standard errors."""
+    rng = np.random.default_rng(8)
+    a, b = _study(rng, run_sd=(0.6, 0.2), seeds=5, problems=200)
+    spread_a, spread_b = seed_spread(a), seed_spread(b)
+    assert spread_a.run_var > 4 * spread_b.run_var
+    c = compare(a, b)
+    assert c.spreads == (spread_a, spread_b)
+    assert c.se ** 2 > spread_a.run_var / 5 + spread_b.run_var / 5
+
+
+def test_seed_spread_removes_the_noise_share_and_pools():
     rng = np.random.default_rng(2)
-    quiet = [_study(rng, run_sd=0.0)[0] for _ in range(6)]
-    loud = [_study(rng, run_sd=0.6)[0] for _ in range(6)]
+    quiet = [_study(rng)[0] for _ in range(6)]
+    loud = [_study(rng, run_sd=(0.6, 0.6))[0] for _ in range(6)]
     assert seed_spread(*quiet).run_var < 0.2 * seed_spread(*loud).run_var
     assert seed_spread(*loud).df == 6 * 2
     one_seed = Scores(quiet[0].x[:1], quiet[0].strata)
     assert seed_spread(one_seed).df == 0 and seed_spread(one_seed).run_var == 0.0
 
 
-def test_the_bootstrap_is_byte_reproducible_and_seeded():
-    rng = np.random.default_rng(3)
-    a, b = _study(rng, shift=0.2, run_sd=0.3)
-    assert compare(a, b) == compare(a, b)
-    assert compare(a, b, seed=1).se != compare(a, b, seed=2).se
+def test_moderation_pools_alike_spreads_and_keeps_an_outlier_mostly_its_own():
+    rng = np.random.default_rng(9)
+    alike = [_study(rng, run_sd=(0.3, 0.3), seeds=4)[0] for _ in range(7)]
+    block = BlockSpread.of([seed_spread(m) for m in alike])
+    moderated = block_spreads(alike, "moderated")
+    assert np.isinf(block.prior_df) or block.prior_df > 10
+    pooled = block_spreads(alike, "pooled")[0]
+    assert all(m.level_var == pytest.approx(pooled.level_var, rel=0.3) for m in moderated)
+    outlier = _study(rng, run_sd=(2.0, 2.0), seeds=4)[0]
+    mixed = alike[:6] + [outlier]
+    own, mod = seed_spread(outlier), block_spreads(mixed, "moderated")[-1]
+    assert seed_spread(*alike[:6]).level_var < mod.level_var <= own.level_var
+    assert out_of_line(own, seed_spread(*alike[:6])) < 0.01
+    assert out_of_line(seed_spread(alike[0]), seed_spread(*alike[1:6])) > 0.01
+    with pytest.raises(ValueError, match="seed spread mode 'mine'"):
+        block_spreads(alike, "mine")
+
+
+def test_cell_interval_stays_inside_0_1_and_is_asymmetric_at_the_floor():
+    rng = np.random.default_rng(10)
+    a, _ = _study(rng, accuracy=0.02, problems=30, run_sd=(0.2, 0.2))
+    lo, hi = interval(a)
+    assert 0.0 <= lo < a.mean < hi <= 1.0
+    assert hi - a.mean > a.mean - lo  # a score interval leans away from the floor
+    zero = Scores(np.zeros((3, 30)), np.zeros(30, dtype=int))
+    lo, hi = interval(zero)
+    assert lo == 0.0 and 0 < hi < 0.2
 
 
 def test_problems_are_aligned_by_id():
@@ -82,7 +125,7 @@ def test_problems_are_aligned_by_id():
 
 def test_power_analysis_shrinks_with_seeds_and_sizes_a_named_difference():
     rng = np.random.default_rng(5)
-    a, b = _study(rng, run_sd=0.4, seeds=3)
+    a, b = _study(rng, run_sd=(0.4, 0.4), seeds=3)
     c = compare(a, b)
     d3, d10 = detectable_difference(c, 3), detectable_difference(c, 10)
     assert d10 < d3
@@ -94,26 +137,13 @@ def test_power_analysis_shrinks_with_seeds_and_sizes_a_named_difference():
 
 def test_stratified_cells_weigh_each_benchmark_the_same():
     x = np.array([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
-    s = Scores(x, np.array([0, 0, 0, 1]))
-    assert s.mean == pytest.approx(0.5)  # benchmark 0 all right, benchmark 1 all wrong: AVG 0.5, not 0.75
+    assert Scores(x, np.array([0, 0, 0, 1])).mean == pytest.approx(0.5)
 
 
-def test_calibration_on_simulated_studies_shaped_like_the_default_study(capsys):
-    """200 tables of 7 methods x 3 benchmarks of 64 problems x 3 seeds, shared difficulty: with no true
-    difference the paired test rejects within [alpha/2, 2 alpha]; with the difference its power analysis
-    calls detectable at 80% it rejects at least 75% of the time. Welch's rates on the same studies beside."""
-    shape = Shape()
-    assert (shape.methods, len(shape.accuracy), shape.problems, shape.seeds) == (7, 3, 64, 3)
-    r = calibration(shape, tables=200, alpha=0.05)
-    with capsys.disabled():
-        print(f"\ncalibration (200 null tables, 400 with the difference): null paired {r['null_paired']:.3f}, Welch {r['null_welch']:.3f}; "
-              f"at {100 * r['detectable_avg']:.2f} points: paired {r['power_paired']:.3f}, Welch {r['power_welch']:.3f}")
-    assert 0.025 <= r["null_paired"] <= 0.10
-    assert r["power_paired"] >= 0.75
-    assert r["power_paired"] > r["power_welch"]
-
-
-def test_simulated_difficulty_is_shared_across_methods():
-    runs = simulate(Shape(methods=2, seeds=2, interaction_sd=0.0, run_sd=0.0, samples=64), np.random.default_rng(6))
-    a, b = runs[0][0].mean(axis=0), runs[1][0].mean(axis=0)
+def test_simulated_difficulty_is_shared_across_methods_and_the_null_keeps_population_means_equal():
+    shape = Shape(methods=2, seeds=2, interaction_sd=0.0, run_sd=0.0, samples=64)
+    study = simulate(shape, np.random.default_rng(6))
+    a, b = study.scores[0][0].mean(axis=0), study.scores[1][0].mean(axis=0)
     assert np.corrcoef(a, b)[0, 1] > 0.9  # the same problems are hard for both
+    unstable = simulate(Shape(unstable_sd=0.6, shared_seed=1.0), np.random.default_rng(7))
+    assert unstable.population[1] == pytest.approx(unstable.population[0], abs=1e-6)

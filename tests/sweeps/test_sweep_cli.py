@@ -139,7 +139,8 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
     spec = load_user_spec(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
-    assert {t.config.seed for t in spec.trials} == {0}
+    offsets = [v.get("seed_offset", 0) for v in spec.raw["variants"]]  # a variant's seeds shifted by its offset
+    assert {t.config.seed - offsets[t.variant] for t in spec.trials} == {0}
     assert max(t.config.trainer.steps for t in spec.trials) <= 10
 
 

@@ -86,9 +86,11 @@ def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
         assert isinstance(t.config, TrialConfig)
         resolved_params(t.config)  # the objective accepts the parameters
         assert t.method and t.tags["method"] == t.method and t.tags["seed"] == str(t.config.seed)
-    # every configuration runs once per seed, with the same config apart from the seed
+    # every configuration runs once per seed (shifted by its variant's seed_offset), with the same config apart
+    # from the seed
     for config_id, trials in by_config(spec).items():
-        assert sorted(t.config.seed for t in trials) == sorted(seeds), config_id
+        offset = spec.raw["variants"][trials[0].variant].get("seed_offset", 0)
+        assert sorted(t.config.seed for t in trials) == sorted(s + offset for s in seeds), config_id
         dicts = [{**t.config.to_dict(), "seed": None} for t in trials]
         assert all(d == dicts[0] for d in dicts), f"{config_id}: seeds differ in more than the seed"
     # the report: section as written, with the benchmark and method order the report uses filled in
@@ -113,6 +115,7 @@ SHIPPED_CONFIG_IDS = {
     + ["sapo-tn1-tp1.05", "sapo-tn3-tp4", "sapo-tn7-tp8"]
     + [f"sspo-{g}-{t}" for t in ("tn0.3-tp0.2", "tn0.6-tp0.5") for g in ("atanlog", "siglog", "expatan", "expsig")]
     + ["sspo-gumbel"],
+    "positive_control": ["grpo-clip0.2-0.2", "grpo-clip0.2-0.2-lr1e-06", "grpo-clip0.2-0.2-seed+100"],
 }
 
 
@@ -122,7 +125,8 @@ def test_shipped_spec_ids_match_the_documented_naming(name):
     here, not recomputed: a change of the id scheme would orphan recorded MLflow runs)."""
     spec = _shipped(CONFIGS_DIR / "sweeps" / f"{name}.yaml")
     seeds = spec.raw.get("seeds", [0])
-    assert [t.trial_id for t in spec.trials] == [f"{c}.s{s}" for c in SHIPPED_CONFIG_IDS[name] for s in seeds]
+    offset = {c: int(m.group(1)) if (m := re.search(r"-seed\+(\d+)$", c)) else 0 for c in SHIPPED_CONFIG_IDS[name]}
+    assert [t.trial_id for t in spec.trials] == [f"{c}.s{s + offset[c]}" for c in SHIPPED_CONFIG_IDS[name] for s in seeds]
 
 
 def test_trial_ids_do_not_depend_on_the_process(tmp_path):
@@ -203,6 +207,28 @@ def test_dhpo_clip_ablation_is_mixing_by_clip_mode():
             assert (p.eps_low, p.eps_high) == pytest.approx((0.2, 0.28))
     assert points == {(m, c) for m in ("averaged", "entropy") for c in ("branch", "unified")}
     assert {t.method for t in spec.trials} == {"DHPO-A", "DHPO-E", "DHPO-A (unified)", "DHPO-E (unified)"}
+
+
+def test_positive_control_is_grpo_a_worse_grpo_and_an_a_a_replicate_on_other_seeds():
+    """positive_control.yaml: the default study's setting; GRPO, GRPO at lr/100 on the same seeds, and GRPO again on
+    seeds 100-102 (seed_offset), the report testing each row against GRPO."""
+    spec, default = load_spec("positive_control"), load_spec("dhpo_vs_baselines")  # paths resolved in the same cwd
+    rows = {m: [t for t in spec.trials if t.method == m] for m in ("GRPO", "GRPO-lr/100", "GRPO-AA")}
+    assert [t.trial_id for t in spec.trials] == [
+        "grpo-clip0.2-0.2.s0", "grpo-clip0.2-0.2.s1", "grpo-clip0.2-0.2.s2",
+        "grpo-clip0.2-0.2-lr1e-06.s0", "grpo-clip0.2-0.2-lr1e-06.s1", "grpo-clip0.2-0.2-lr1e-06.s2",
+        "grpo-clip0.2-0.2-seed+100.s100", "grpo-clip0.2-0.2-seed+100.s101", "grpo-clip0.2-0.2-seed+100.s102"]
+    reference = {t.config.seed: t.config.to_dict() for t in default.trials if t.method == "GRPO"}
+    assert {t.config.seed: t.config.to_dict() for t in rows["GRPO"]} == reference  # GRPO as in the default study
+    for t in rows["GRPO-lr/100"]:
+        assert {**t.config.to_dict(), "trainer": {**t.config.to_dict()["trainer"], "lr": 1e-4}} == reference[t.config.seed]
+        assert t.config.trainer.lr == pytest.approx(reference[t.config.seed]["trainer"]["lr"] / 100)
+    for t, ref in zip(rows["GRPO-AA"], rows["GRPO"]):  # the same config, other seeds: a replicate, not a copy
+        assert t.config.seed == ref.config.seed + 100
+        assert {**t.config.to_dict(), "seed": ref.config.seed} == ref.config.to_dict()
+        assert t.config_hash != ref.config_hash
+    table = spec.report["table"]
+    assert table["baselines"] == ["GRPO"] and table["cells"] == "mean ± ci" and table["base"] == "Base"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +356,27 @@ def test_method_labels(tmp_path):
     assert [t.variant for t in spec.trials] == list(range(6))
 
 
+def test_seed_offset_runs_a_variant_on_shifted_seeds(tmp_path):
+    """seed_offset: the same configuration on other seeds (an A/A replicate), its ids marked seed+N; the other
+    variants and a zero offset keep their seeds and ids."""
+    spec = load_spec(write_spec(tmp_path, "name: t\nseeds: [0, 1]\nvariants:\n  - {algorithm: grpo}\n"
+                                          "  - {algorithm: grpo, seed_offset: 100, label: GRPO-AA}\n"
+                                          "  - {algorithm: gspo, seed_offset: 0}\n"))
+    assert [(t.trial_id, t.config_id, t.method, t.config.seed) for t in spec.trials] == [
+        ("grpo.s0", "grpo", "GRPO", 0), ("grpo.s1", "grpo", "GRPO", 1),
+        ("grpo-seed+100.s100", "grpo-seed+100", "GRPO-AA", 100), ("grpo-seed+100.s101", "grpo-seed+100", "GRPO-AA", 101),
+        ("gspo.s0", "gspo", "GSPO", 0), ("gspo.s1", "gspo", "GSPO", 1)]
+    a, replicate = spec.trials[0], spec.trials[2]
+    assert {**replicate.config.to_dict(), "seed": 0} == a.config.to_dict()
+    assert replicate.tags["seed"] == "100" and replicate.config_hash != a.config_hash
+
+
+def test_seed_offset_on_a_grid_shifts_every_configuration(tmp_path):
+    spec = load_spec(write_spec(tmp_path, "name: t\nseeds: [3]\n"
+                                          "variants: [{algorithm: grpo, trainer.lr: [1.0e-4, 1.0e-5], seed_offset: 7}]\n"))
+    assert [t.trial_id for t in spec.trials] == ["grpo-lr0.0001-seed+7.s10", "grpo-lr1e-05-seed+7.s10"]
+
+
 def test_relative_data_paths_are_resolved_against_the_launch_dir(tmp_path):
     (tmp_path / "train.jsonl").write_text('{"prompt": "Q: 1+1=?", "answer": "2"}\n')
     spec = load_spec(write_spec(tmp_path, "name: t\nvariants: [{algorithm: grpo, data.train_file: train.jsonl}]\n"),
@@ -369,7 +416,17 @@ MALFORMED = [
     ("duplicate_seeds", "name: t\nseeds: [0, 1, 0]\n" + OK_VARIANTS,
      ["seeds", "duplicate"]),
     ("seed_in_variant", "name: t\nvariants: [{algorithm: grpo, seed: [1, 2]}]\n",
-     ["variants[0].seed", "'seeds'"]),
+     ["variants[0].seed", "'seeds'", "seed_offset"]),
+    ("seed_offset_negative", "name: t\nvariants: [{algorithm: grpo, seed_offset: -1}]\n",
+     ["variants[0].seed_offset", "one integer >= 0", "got -1"]),
+    ("seed_offset_axis", "name: t\nvariants: [{algorithm: grpo, seed_offset: [0, 100]}]\n",
+     ["variants[0].seed_offset", "one integer >= 0", "got [0, 100]"]),
+    ("seed_offset_past_max_seed", "name: t\nseeds: [0, 1]\nvariants: [{algorithm: grpo, seed_offset: 4294967295}]\n",
+     ["variants[0].seed_offset", "1 + 4294967295 exceeds 4294967295", "offset <= 4294967294"]),
+    ("seed_offset_overlaps_the_replicated_seeds", "name: t\nseeds: [0, 1, 2]\n"
+     "variants: [{algorithm: grpo}, {algorithm: grpo, seed_offset: 1, label: GRPO-AA}]\n",
+     ["variants[1] (grpo-seed+1.s1)", "same configuration and seed 1 as variants[0] (grpo.s1)",
+      "seed_offset greater than the seeds' spread 2"]),
     ("missing_data_file", "name: t\nbase: {data: {train_file: no_such_train.jsonl}}\n" + OK_VARIANTS,
      ["data.train_file", "expected an existing file", "no_such_train.jsonl"]),
     ("group_size_below_2", "name: t\nbase: {trainer: {group_size: 1}}\n" + OK_VARIANTS,
@@ -480,7 +537,7 @@ MALFORMED_IDS = [case for case, _, _ in MALFORMED]
 
 
 def test_malformed_table_is_large_enough():
-    assert len(MALFORMED) == 60 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)  # as docs/testing.md says
+    assert len(MALFORMED) == 64 and len(set(MALFORMED_IDS)) == len(MALFORMED_IDS)  # as docs/testing.md says
 
 
 @pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)
