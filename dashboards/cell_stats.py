@@ -97,7 +97,8 @@ def _set_seed_sds(block: list[Row], columns: list[str]) -> None:
 
 
 def spread_notes(block: list[Row], columns: list[str], cfg: TableConfig) -> list[str]:
-    """A footnote for each method whose seeds vary out of line with the other methods' (F-test)."""
+    """A footnote for each method whose runs vary more than the other methods' (one-sided F-test on the runs'
+    means, p < OUT_OF_LINE), in the first column where they do (AVG first)."""
     rows = [r for r in block if not r.is_base]
     notes = []
     for row in rows:
@@ -115,7 +116,7 @@ def spread_notes(block: list[Row], columns: list[str], cfg: TableConfig) -> list
             judged = {"own": "each method is judged with its own seed spread",
                       "moderated": "its spread is moderated toward the others' (calibrated only where spreads are alike)",
                       "pooled": "the pooled spread understates its variance: use seed_spread: own"}[cfg.seed_spread]
-            notes.append(f"{where}{row.label}'s seeds vary {ratio:.1f}x as much as the other methods' on "
+            notes.append(f"{where}{row.label}'s runs vary {ratio:.1f}x as much as the other methods' on "
                          f"{cfg.labels.get(col, col)} (seed sd {_points(np.sqrt(own.run_var), cfg)} vs "
                          f"{_points(np.sqrt(rest.run_var), cfg)} points; F-test p = {p:.2g}): {judged}")
             break

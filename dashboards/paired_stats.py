@@ -94,9 +94,10 @@ def problem_level(values: np.ndarray, strata: np.ndarray, weights: np.ndarray) -
     return variance, satterthwaite(parts) if variance > 0 else float(max(len(values) - 1, 1))
 
 
-def satterthwaite(parts: list[tuple[float, float]]) -> float:
-    """Degrees of freedom of a sum of (signed) variance estimates [(variance, its df)]."""
-    total = sum(v for v, _ in parts)
+def satterthwaite(parts: list[tuple[float, float]], total: float | None = None) -> float:
+    """Degrees of freedom of a sum of (signed) variance estimates [(variance, its df)]; `total`: the
+    estimate itself when it is not their sum (a seed level cut at 0 keeps its parts' uncertainty)."""
+    total = sum(v for v, _ in parts) if total is None else total
     denom = sum(v * v / d for v, d in parts if d > 0 and v != 0)
     return float(total * total / denom) if denom > 0 else float("inf")
 
@@ -117,20 +118,28 @@ def _t_interval(est: float, se: float, df: float, alpha: float) -> tuple[float, 
     return est - crit * se, est + crit * se, p
 
 
-def seed_parts(spreads: list[tuple[SeedSpread, int]]) -> list[tuple[float, float]]:
-    """The variance components [(signed variance, df)] of the seed means of (spread, seeds) pairs: each
-    method's own mean squares, and one part for the prior their moderated spreads share (the same
-    estimate, counted once)."""
-    prior_var, prior_df, parts = 0.0, 0.0, []
+def seed_level(spreads: list[tuple[SeedSpread, int]]) -> tuple[float, list[tuple[float, float]]]:
+    """(variance of the seed means of (spread, seeds) pairs, its mean-square parts [(signed variance, df)]):
+    each method's own parts, and one part for the prior their moderated spreads share (the same estimate,
+    counted once)."""
+    variance, prior_var, prior_df, parts = 0.0, 0.0, 0.0, []
     for spread, seeds in spreads:
         mine = spread.parts(seeds)
         if not mine:
             continue
+        variance += spread.run_var / seeds
         prior, *own = mine
         parts += own
         prior_var += prior[0]
         prior_df = max(prior_df, prior[1])
-    return [(prior_var, prior_df), *parts] if prior_var else parts
+    return variance, ([(prior_var, prior_df), *parts] if prior_var else parts)
+
+
+def _total(problem: tuple[float, float], spreads: list[tuple[SeedSpread, int]]) -> tuple[float, float]:
+    """(SE, df): the problem level plus the seed level, df by Welch-Satterthwaite over every part."""
+    seed_var, parts = seed_level(spreads)
+    variance = problem[0] + seed_var
+    return float(np.sqrt(variance)), satterthwaite([problem, *parts], total=variance)
 
 
 def compare(a: Scores, b: Scores, *, spread_a: SeedSpread | None = None, spread_b: SeedSpread | None = None,
@@ -145,9 +154,7 @@ def compare(a: Scores, b: Scores, *, spread_a: SeedSpread | None = None, spread_
     diff = float(per_problem @ w)
     v_problem, df_problem = problem_level(per_problem, a.strata, w)
     sa, sb = a.x.shape[0], b.x.shape[0]
-    parts = [(v_problem, df_problem), *seed_parts([(spread_a, sa), (spread_b, sb)])]
-    se = float(np.sqrt(sum(v for v, _ in parts)))
-    df = satterthwaite(parts)
+    se, df = _total((v_problem, df_problem), [(spread_a, sa), (spread_b, sb)])
     lo, hi, p = _t_interval(diff, se, df, alpha)
     wsq = float(w @ w)
     noise = (spread_a.noise / sa + spread_b.noise / sb) * wsq
@@ -179,9 +186,7 @@ def interval(a: Scores, *, spread: SeedSpread | None = None, alpha: float = 0.05
     per_problem = a.x.mean(axis=0)
     mean = float(per_problem @ w)
     v_problem, df_problem = problem_level(per_problem, a.strata, w)
-    parts = [(v_problem, df_problem), *seed_parts([(spread, a.x.shape[0])])]
-    se = float(np.sqrt(sum(v for v, _ in parts)))
-    df = satterthwaite(parts)
+    se, df = _total((v_problem, df_problem), [(spread, a.x.shape[0])])
     if a.x.min() < 0 or a.x.max() > 1:
         lo, hi, _ = _t_interval(mean, se, df, alpha)
         return lo, hi
@@ -203,8 +208,7 @@ def _se_at(c: Comparison, seeds: int) -> tuple[float, float]:
     """(standard error, df) of the difference with `seeds` seeds per method on the same problems."""
     sa, sb = c.spreads
     v_problem = c.problem_var + (sa.noise + sb.noise) * c.weight_sq / seeds
-    parts = [(v_problem, c.problems - 1), *seed_parts([(sa, seeds), (sb, seeds)])]
-    return float(np.sqrt(sum(v for v, _ in parts))), satterthwaite(parts)
+    return _total((v_problem, c.problems - 1), [(sa, seeds), (sb, seeds)])
 
 
 def detectable_difference(c: Comparison, seeds: int | None = None, *, alpha: float = 0.05, power: float = POWER) -> float:
@@ -232,4 +236,4 @@ def seeds_needed(c: Comparison, difference: float, *, alpha: float = 0.05, power
 
 
 __all__ = ["Comparison", "Scores", "SeedSpread", "align", "compare", "detectable_difference", "holm", "interval",
-           "problem_level", "satterthwaite", "seed_parts", "seed_spread", "seeds_needed", "wilson"]
+           "problem_level", "satterthwaite", "seed_level", "seed_spread", "seeds_needed", "wilson"]

@@ -5,7 +5,7 @@
     block = BlockSpread.of([s1, s2, s3, ...])     # the methods of one table column
     block.moderated(own)                          # own spread shrunk toward the block's, as far as the data allow
     moderated_spreads([m1, m2, ...])              # every method of a block at once
-    out_of_line(own, seed_spread(*others))        # F-test p-value of own against the others' pooled spread
+    out_of_line(own, seed_spread(*others))        # F-test: do own's runs vary more than the others' (pooled)?
 
 A run's weighted mean over problems varies by the seed's own variance plus the sampling noise's share
 (``level_var = run_var + noise * sum(w^2)``). Each method has its own ``level_var`` with seeds - 1
@@ -59,10 +59,11 @@ class SeedSpread:
 
     def parts(self, seeds: int) -> list[tuple[float, float]]:
         """The mean squares behind run_var / seeds, as [(signed variance, df)]: the prior's part, the method's
-        own part, and minus the noise's share. Their sum is run_var / seeds; Welch-Satterthwaite over them
-        (a linear combination of mean squares, Satterthwaite 1946) gives its degrees of freedom. Empty when
-        run_var is 0 (the runs vary no more than the noise makes them)."""
-        if seeds < 2 or self.run_var <= 0:
+        own part, and minus the noise's share. Their sum is run_var / seeds before it is cut at 0;
+        Welch-Satterthwaite over them (a linear combination of mean squares, Satterthwaite 1946) gives its
+        degrees of freedom. Where run_var is cut at 0 the parts still carry the uncertainty of that
+        estimate: three runs that happen to agree do not prove the seeds never matter."""
+        if seeds < 2 or self.level_var <= 0:
             return []
         own = self.level_var - self.prior_part
         return [(self.prior_part / seeds, self.prior_df), (own / seeds, self.df),
@@ -72,10 +73,9 @@ class SeedSpread:
     def run_df(self) -> float:
         """Degrees of freedom of run_var (Welch-Satterthwaite over its mean squares)."""
         parts = self.parts(2)
-        if not parts:
+        if not parts or self.run_var <= 0:
             return float(self.df + self.prior_df)
-        total = sum(v for v, _ in parts)
-        return float(total * total / sum(v * v / d for v, d in parts if d > 0 and v != 0))
+        return float((self.run_var / 2) ** 2 / sum(v * v / d for v, d in parts if d > 0 and v != 0))
 
 
 def seed_spread(*methods: Scores) -> SeedSpread:
@@ -165,15 +165,13 @@ class BlockSpread:
 
 
 def out_of_line(own: SeedSpread, others: SeedSpread) -> float | None:
-    """Two-sided p-value of the F-test of `own`'s level variance against `others`' (pooled): is this
-    method's seed spread out of line with the rest of its block?"""
+    """One-sided p-value of the F-test that `own`'s runs vary more than `others'` (pooled): is this method
+    less stable across seeds than the rest of its block? None without the degrees of freedom to tell."""
     from scipy import stats
 
     if own.df <= 0 or others.df <= 0 or others.level_var <= 0:
         return None
-    f = own.level_var / others.level_var
-    tail = stats.f.sf(f, own.df, others.df) if f >= 1 else stats.f.cdf(f, own.df, others.df)
-    return float(min(1.0, 2 * tail))
+    return float(stats.f.sf(own.level_var / others.level_var, own.df, others.df))
 
 
 def moderated_spreads(methods: list[Scores]) -> list[SeedSpread]:

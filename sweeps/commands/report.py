@@ -62,7 +62,8 @@ class TableOptions:
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark columns, in order.")] = None
     delta_avg: Annotated[Optional[bool], typer.Option("--delta-avg", help="Add Delta Avg over the base row (needs --base).")] = None
     std: Annotated[Optional[bool], typer.Option("--std", help="Show mean ± std over seeds.")] = None
-    significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline: auto (default: paired where per-problem verdicts exist, else Welch over >= 3 seeds), paired (per-problem bootstrap, Holm), welch (>= 2 seeds, no correction), off.")] = None
+    significance: Annotated[Optional[str], typer.Option(help="Mark (†) cells differing from the strongest baseline: auto (default: paired where per-problem verdicts exist, else Welch over >= 3 seeds), paired (per-problem paired t-test, Holm), welch (>= 2 seeds, no correction), off.")] = None
+    seed_spread: Annotated[Optional[str], typer.Option(help="The seed spread the paired test judges each method with: own (default: keeps the level when methods differ in stability), moderated or pooled (more power, assumes every method's seeds vary alike).")] = None
     cells: Annotated[Optional[str], typer.Option(help="What a cell shows: 'mean', 'mean ± ci' (95% interval half-width) or 'mean ± std'.")] = None
     select_on: Annotated[Optional[str], typer.Option("--select-on", help="Where a grid picks each method's configuration: select (the selection split, data.select_size), reported (the reported benchmarks themselves, the papers' way) or auto (default: select where logged).")] = None
     power: Annotated[Optional[float], typer.Option(help="A difference in shown units (e.g. 2.0 points): the footnote and stdout say how many seeds per method find it with 80% power.")] = None

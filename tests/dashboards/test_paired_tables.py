@@ -13,16 +13,18 @@ from dashboards.tables import TableConfig, build_table
 BENCHES = ("easy", "medium", "hard")
 
 
-def study(shift: dict[str, float] | None = None, seeds=(0, 1, 2), problems=64, samples=4, seed=0):
-    """(results, problems) frames of Base + 4 methods on shared problems; `shift`: logit shift per method."""
+def study(shift: dict[str, float] | None = None, seeds=(0, 1, 2), problems=64, samples=4, seed=0,
+          run_sd: dict[str, float] | None = None):
+    """(results, problems) frames of Base + 4 methods on shared problems; `shift`: logit shift per method;
+    `run_sd`: a method's run (seed) effect's logit sd (default 0.1)."""
     rng = np.random.default_rng(seed)
-    shift = shift or {}
+    shift, run_sd = shift or {}, run_sd or {}
     res, per = [], []
     for b, level in zip(BENCHES, (0.3, -0.5, -2.5)):
         difficulty = level + rng.normal(0, 1.5, problems)
         for method in ("Base", "GRPO", "GSPO", "DHPO-A", "DHPO-E"):
             for s in seeds:
-                p = 1 / (1 + np.exp(-(difficulty + shift.get(method, 0.0) + rng.normal(0, 0.1))))
+                p = 1 / (1 + np.exp(-(difficulty + shift.get(method, 0.0) + rng.normal(0, run_sd.get(method, 0.1)))))
                 frac = rng.binomial(samples, p) / samples
                 res.append({"model": "m", "method": method, "config": method, "seed": s, "benchmark": b,
                             "value": float(frac.mean())})
@@ -116,3 +118,23 @@ def test_one_seed_gets_no_paired_test_and_says_why():
     t = build_table(results, TableConfig(**CFG, significance="paired"), problems=problems)
     assert any("no paired test: fewer than 2 seeds" in n for n in t.footnotes)
     assert not any(c.test for r in t.rows for c in r.cells.values())
+
+
+def test_a_method_whose_runs_vary_more_is_named_and_judged_with_its_own_spread():
+    results, problems = study(run_sd={"DHPO-E": 1.2}, seeds=(0, 1, 2, 3), seed=4)
+    t = build_table(results, TableConfig(**CFG), problems=problems)
+    note = next(n for n in t.footnotes if "runs vary" in n)
+    assert note.startswith("m: DHPO-E's runs vary") and "each method is judged with its own seed spread" in note
+    assert "each method's own seed spread" in next(n for n in t.footnotes if "Holm" in n)
+    frame = pd.read_csv(__import__("io").StringIO(t.to_csv())).set_index("method")
+    assert frame.loc["DHPO-E", "AVG seed_sd"] > 3 * frame.loc["DHPO-A", "AVG seed_sd"]
+    rows = {r.label: r for r in t.rows}
+    own_se = rows["DHPO-E"].cells["AVG"].test["diff_high"] - rows["DHPO-E"].cells["AVG"].test["diff_low"]
+    pooled = build_table(results, TableConfig(**CFG, seed_spread="pooled"), problems=problems)
+    assert any("the pooled spread understates its variance" in n for n in pooled.footnotes)
+    p_rows = {r.label: r for r in pooled.rows}
+    pooled_se = p_rows["DHPO-E"].cells["AVG"].test["diff_high"] - p_rows["DHPO-E"].cells["AVG"].test["diff_low"]
+    assert own_se > pooled_se  # its own spread: a wider interval for the unstable method
+    with pytest.raises(ValueError, match="TableConfig.seed_spread"):
+        TableConfig(seed_spread="mine").validate()
+
