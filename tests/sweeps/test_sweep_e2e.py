@@ -77,7 +77,7 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
     report_from_mlflow("e2e_small", tracking_uri=client.tracking_uri, out_dir=report, log=False, config=ReportConfig(
         formats=["md", "csv"], table=ReportConfig.from_dict({"table": {"baselines": ["GRPO"]}}).table))
     table = (report / "table.md").read_text()
-    assert "paired two-level bootstrap over the 4 shared problems per benchmark" in table and "n = 2 vs 2 seeds" in table
+    assert "paired t-test in closed form over the 4 shared problems per benchmark" in table and "n = 2 vs 2 seeds" in table
     assert "detectable with 80% power" in table
     assert "AVG p_holm" in (report / "table.csv").read_text().splitlines()[0]
 
