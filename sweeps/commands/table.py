@@ -53,6 +53,7 @@ class FileTableOptions:
     seeds: Annotated[bool, typer.Option("--seeds", help="Add a seed-count column n.")] = False
     significance: Annotated[str, typer.Option(help="Mark (†) cells differing from the strongest baseline: auto (per-sample input: the paired test with Holm's correction, as sweep report; per-seed numbers: Welch's t-test over >= 3 seeds), paired, welch (>= 2 seeds), off.")] = "auto"
     cells: Annotated[Optional[str], typer.Option(help="What a cell shows: 'mean', 'mean ± ci' (95% interval: problems and seeds for per-sample input, else a t-interval over seeds) or 'mean ± std'. Default: 'mean ± ci' for per-sample input, else 'mean'.")] = None
+    seed_spread: Annotated[str, typer.Option(help="Per-sample input: the seed spread the paired test judges each method with: own (default), moderated or pooled (docs/statistics.md).")] = "own"
     power: Annotated[Optional[float], typer.Option(help="Per-sample input: a difference in shown units (e.g. 2.0 points); the footnote adds the seeds per method the paired test needs to find it.")] = None
     decimals: Annotated[int, typer.Option(help="Decimals shown (ranking uses them).")] = 1
     scale: Annotated[Optional[float], typer.Option(help="Multiply values; default: 100 when every value is in [0, 1] (fractions), else 1 (already percent).")] = None
@@ -67,7 +68,7 @@ class FileTableOptions:
                            delta_avg=self.delta_avg, avg=self.avg, std=self.std, seeds=self.seeds,
                            cells=cells_text(self.cells) or cells, significance=self.significance, decimals=self.decimals,
                            scale=scale, lower_is_better=split_list(self.lower_is_better) or [], select_by=self.select_by,
-                           power=self.power)
+                           power=self.power, seed_spread=self.seed_spread)
 
 
 @dataclass
@@ -122,6 +123,38 @@ def load_input(inputs: list[str], lm: SampleOptions):
     return data.results, data.problems, data
 
 
+def table_text(inputs: list[str], lm: SampleOptions, options: FileTableOptions, format: TableFormat) -> str:
+    """The table of the command's INPUT items in `format`; notes on stderr; ValueError on bad input."""
+    import pandas as pd
+
+    from dashboards.tables import build_table
+
+    df, problems, data = load_input(inputs, lm)
+    scale = options.scale
+    if scale is None and data is None:
+        scale = detected_scale(df["value"])
+        what = "every value is in [0, 1]: shown x100" if scale == 100 else "values outside [0, 1]: shown as given"
+        typer.echo(f"note: {what} (--scale sets it)", err=True)
+    elif data is not None:
+        for n in data.notes:
+            _note(n)
+        if not options.baselines and options.significance != "off":
+            _note("no --baselines: no cell is tested (name the baseline methods, e.g. --baselines GRPO)")
+    cfg = options.table_config([str(b) for b in pd.unique(df["benchmark"])], 100.0 if scale is None else scale,
+                               "mean" if data is None else "mean ± ci")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = build_table(df, cfg, problems=problems)
+    for w in caught:
+        _note(str(w.message))
+    if not any(c.mean is not None for r in built.rows for c in r.cells.values()):
+        raise ValueError(f"nothing to show: no values for benchmark(s) {', '.join(cfg.benchmarks)}; the input's: "
+                         f"{', '.join(map(str, pd.unique(df['benchmark'])))}")
+    for n in built.notes:
+        _note(n)
+    return getattr(built, FORMAT_METHODS[format])()
+
+
 @grouped
 def table(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", show_default=False, help="A results file (per-seed: model, method, benchmark, value; or per-sample: model, method, seed, benchmark, problem, correct), an lm-eval mapping (.yaml), a folder of METHOD@SEED lm-eval runs, or METHOD@SEED=DIR items, one per lm-eval run (@SEED optional).")],
@@ -155,35 +188,8 @@ def table(
     x100; the cells are 'mean ± ci' and --significance auto is the paired test with Holm's correction,
     intervals and power, as in sweep report (differences and p-values in --format csv).
     """
-    import pandas as pd
-
-    from dashboards.tables import build_table
-
     try:
-        df, problems, data = load_input(inputs, lm)
-        scale = options.scale
-        if scale is None and data is None:
-            scale = detected_scale(df["value"])
-            what = "every value is in [0, 1]: shown x100" if scale == 100 else "values outside [0, 1]: shown as given"
-            typer.echo(f"note: {what} (--scale sets it)", err=True)
-        elif data is not None:
-            for n in data.notes:
-                _note(n)
-            if not options.baselines and options.significance != "off":
-                _note("no --baselines: no cell is tested (name the baseline methods, e.g. --baselines GRPO)")
-        cfg = options.table_config([str(b) for b in pd.unique(df["benchmark"])], 100.0 if scale is None else scale,
-                                   "mean" if data is None else "mean ± ci")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            built = build_table(df, cfg, problems=problems)
-        for w in caught:
-            _note(str(w.message))
-        if not any(c.mean is not None for r in built.rows for c in r.cells.values()):
-            raise ValueError(f"nothing to show: no values for benchmark(s) {', '.join(cfg.benchmarks)}; the input's: "
-                             f"{', '.join(map(str, pd.unique(df['benchmark'])))}")
-        for n in built.notes:
-            _note(n)
-        text = getattr(built, FORMAT_METHODS[format])()
+        text = table_text(inputs, lm, options, format)
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
