@@ -107,7 +107,7 @@ def aggregates_html(blocks: list[Block], cfg: TableConfig) -> str:
             out.append(f'<tr><td class="method">{esc(cfg.labels.get(label, label))}</td><td>{_num(a.mean, cfg)}</td>'
                        f'<td>[{_num(a.mean_ci[0], cfg)}, {_num(a.mean_ci[1], cfg)}]</td>'
                        f'<td>{"—" if a.iqm is None else _num(a.iqm, cfg)}</td>'
-                       f'<td>{"" if a.iqm is None else _iqm_text(a, cfg).split(" ", 1)[1]}</td>'
+                       f'<td>{"" if a.iqm is None else f"[{_num(a.iqm_ci[0], cfg)}, {_num(a.iqm_ci[1], cfg)}]"}</td>'
                        f'<td>{a.runs} x {a.tasks}</td></tr>')
         out.append("</tbody></table>")
         if b.improvements:

@@ -13,8 +13,9 @@ degrees of freedom: with three seeds, 2. Pooling every method's (the earlier def
 freedom but judges a method less stable than the others with their spread; using each method's own
 keeps the level but costs power. The moderated spread is the empirical-Bayes compromise of limma
 (Smyth 2004, "Linear models and empirical Bayes methods for assessing differential expression"):
-the block's methods' log variances give a prior (a scaled inverse chi-square with ``prior_df`` degrees
-of freedom around ``prior_var``), and each method's moderated variance is
+the dispersion of the block's methods' log variances gives the prior's degrees of freedom ``prior_df``
+(limma's moment estimate), its centre ``prior_var`` is the block's pooled variance (unbiased when the
+methods vary alike, where limma's log-scale centre runs low), and each method's moderated variance is
 ``(prior_df * prior_var + df * level_var) / (prior_df + df)`` with ``prior_df + df`` degrees of freedom.
 When the methods vary alike, ``prior_df`` is large (the pooled spread, with its degrees of freedom);
 when one is out of line, the spread of the log variances is larger than chance, ``prior_df`` small, and
@@ -119,7 +120,8 @@ def _trigamma_inverse(y: float) -> float:
 
 @dataclass(frozen=True)
 class BlockSpread:
-    """The prior of one table column's methods: their log level variances' centre and dispersion."""
+    """The prior of one table column's methods: the pooled level variance, and degrees of freedom from the
+    dispersion of their log level variances."""
 
     prior_var: float
     prior_df: float
@@ -142,13 +144,9 @@ class BlockSpread:
         d = np.array([s.df for s in usable], dtype=float)
         z = np.log([s.level_var for s in usable])
         e = z - digamma(d / 2) + np.log(d / 2)
-        centre = float(e.mean())
         excess = float(e.var(ddof=1) - np.mean(polygamma(1, d / 2)))
-        if excess <= 0:
-            return cls(float(np.exp(centre)), float("inf"), pooled, len(usable))
-        prior_df = 2 * _trigamma_inverse(excess)
-        prior_var = pooled.level_var
-        return cls(prior_var, prior_df, pooled, len(usable))
+        prior_df = float("inf") if excess <= 0 else 2 * _trigamma_inverse(excess)
+        return cls(pooled.level_var, prior_df, pooled, len(usable))
 
     def moderated(self, own: SeedSpread) -> SeedSpread:
         """`own` shrunk toward the block's spread: part of it the prior's (its degrees of freedom never
