@@ -155,13 +155,26 @@ TRANSFORMERS_OFFLINE = EnvVar("TRANSFORMERS_OFFLINE", bool, False, "On for the v
                               "Hugging Face")
 HF_DATASETS_CACHE = EnvVar("HF_DATASETS_CACHE", str, None, "The verl processes' datasets cache: under the trial's cache.",
                            "Hugging Face")
-TMPDIR = EnvVar("TMPDIR", str, None, "The verl processes' temporary files: under the trial's cache, not /tmp.", "POSIX")
+TMPDIR = EnvVar("TMPDIR", str, None,
+                "Temporary files of the processes the platform starts, not in /tmp: verl's under the trial's cache; "
+                "unless set, a local Ray node's under its temp dir (<run dir>/.ray/tmp) and `sweep ui`'s server's "
+                "under <run dir>/.cache/tmp.", "POSIX")
 XDG_CACHE_HOME = EnvVar("XDG_CACHE_HOME", str, None, "The verl processes' other caches: under the trial's cache.",
                         "POSIX")
 PYTHONPATH = EnvVar("PYTHONPATH", str, None,
                     "Extended with the repository for the processes the verl backend starts.", "Python")
 PYTHONUNBUFFERED = EnvVar("PYTHONUNBUFFERED", bool, False, "Set for the `mlflow server` `sweep ui` starts.",
                           "Python")
+# ---- CPU kernels: the built-in trainer's numeric mode (trainers/local/numerics.py)
+ATEN_CPU_CAPABILITY = EnvVar("ATEN_CPU_CAPABILITY", str, None,
+                             "torch's vector kernels (default, avx2, avx512): 'avx2' in the processes of a trainer "
+                             "with local.numerics: reproducible; read once, before torch's first operation.", "torch")
+MKL_CBWR = EnvVar("MKL_CBWR", str, None,
+                  "MKL's code branch (conditional numerical reproducibility): 'COMPATIBLE' in the processes of a "
+                  "trainer with local.numerics: reproducible (the one branch MKL keeps on every vendor's CPU).", "MKL")
+ONEDNN_MAX_CPU_ISA = EnvVar("ONEDNN_MAX_CPU_ISA", str, None,
+                            "oneDNN's widest instruction set: 'AVX2' with local.numerics: reproducible (which also "
+                            "turns oneDNN off in the trainer's process).", "oneDNN")
 # ---- verl
 VERL_PLATFORM = EnvVar("VERL_PLATFORM", str, None,
                        "Its device platform; 'cpu' selects the platform of trainers/verl_backend/cpu (CPU runs).",

@@ -17,9 +17,11 @@ The tree (``<sweep>`` is the spec's ``name``, ``<trial>`` a trial id such as ``g
       .locks/                            locks
         <sweep>.lock, <sweep>.lock.owner SweepLayout.lock one driver per sweep (sweeps/sweep_lock.py)
         mlflow-store.lock                store_lock       creating a sqlite store (beside any sqlite store)
-      .ray/                              ray_temp         the local Ray temp dir (sessions, sockets, logs)
+      .ray/                              ray_temp         the local Ray temp dir (sessions, sockets, logs; tmp/:
+                                                          its processes' TMPDIR unless one is set)
       .cache/huggingface/, matplotlib/,  cache(name)      HF_HOME, MPLCONFIGDIR, TORCHINDUCTOR_CACHE_DIR and
-        torchinductor/, triton/                           TRITON_CACHE_DIR of the sweep's processes
+        torchinductor/, triton/, tmp/                     TRITON_CACHE_DIR of the sweep's processes; tmp/: the
+                                                          TMPDIR of `sweep ui`'s server unless one is set
       logs/mlflow-ui.log                 ui_log           `sweep ui`'s MLflow server output
       eval/                              eval_dir         `sweep eval DIR` of a bare checkpoint (experiment ``eval``)
         <name>-<hash>/step_<N>/          checkpoint_eval_dir(key, step)

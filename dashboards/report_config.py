@@ -58,7 +58,7 @@ class ReportConfig:
         if not isinstance(self.table, TableConfig):
             raise ValueError(f"ReportConfig.table: must be a TableConfig, got {type(self.table).__name__}")
         self.table.validate()
-        if isinstance(self.curves, str) or not all(isinstance(k, str) for k in self.curves):
+        if not isinstance(self.curves, list) or not all(isinstance(k, str) for k in self.curves):
             raise ValueError(f"ReportConfig.curves: must be a list of metric keys, got {self.curves!r}")
         if isinstance(self.ema_alpha, bool) or not isinstance(self.ema_alpha, (int, float)) \
                 or not 0 < self.ema_alpha <= 1:
@@ -67,7 +67,7 @@ class ReportConfig:
             raise ValueError(f"ReportConfig.band: must be one of {BANDS}, got {self.band!r}")
         if self.by not in ("method", "config"):
             raise ValueError(f"ReportConfig.by: must be 'method' or 'config', got {self.by!r}")
-        if isinstance(self.formats, str) or any(f not in FORMATS for f in self.formats):
+        if not isinstance(self.formats, list) or any(f not in FORMATS for f in self.formats):
             raise ValueError(f"ReportConfig.formats: must be a list drawn from {FORMATS}, got {self.formats!r}")
         for name in ("benchmark_grid", "clipfrac"):
             if not isinstance(getattr(self, name), bool):

@@ -71,16 +71,20 @@ def where(path: Path, index: int) -> str:
 
 
 def numeric_column(df: pd.DataFrame, column: str, path: Path, allow_empty: bool = False) -> pd.Series:
-    """`df[column]` as floats; ValueError naming the file, the column and the first row that is not a number
-    (an empty cell counts as one unless `allow_empty`)."""
+    """`df[column]` as floats; ValueError naming the file, the column and the first row that is not a finite
+    number (inf, 1e999 and text are refused; an empty cell, NA or NaN counts as one unless `allow_empty`)."""
     raw = df[column]
     if raw.dtype == bool:
         return raw.astype(float)
     values = pd.to_numeric(raw, errors="coerce")
-    bad = values.isna() if not allow_empty else values.isna() & raw.notna()
+    infinite = values.abs() == float("inf")
+    bad = (values.isna() if not allow_empty else values.isna() & raw.notna()) | infinite
     if bad.any():
         i = int(bad.to_numpy().argmax())
-        shown = "empty" if pd.isna(raw.iloc[i]) else f"{raw.iloc[i]!r} is not a number"
+        cell = raw.iloc[i]
+        text = repr(cell) if isinstance(cell, str) else str(cell)  # a number read as one: inf, not np.float64(inf)
+        shown = "empty" if pd.isna(cell) else f"{text} is not a finite number" if infinite.iloc[i] \
+            else f"{text} is not a number"
         more = f" ({int(bad.sum())} such rows)" if bad.sum() > 1 else ""
         raise ValueError(f"{path}: column {column!r}, {where(path, i)}: {shown}{more}")
     return values.astype(float)

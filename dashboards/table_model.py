@@ -104,6 +104,8 @@ class TableConfig:
                               ("select_on", SELECT_ON)):
             if getattr(self, name) not in allowed:
                 bad(name, f"must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.select_by is not None and (not isinstance(self.select_by, str) or not self.select_by):
+            bad("select_by", f"must be a metric name such as val/avg/acc, got {self.select_by!r}")
         if self.at == "best" and not self.select_by:
             bad("select_by", "is required when at='best'")
         if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or self.scale <= 0:

@@ -4,5 +4,9 @@
 #   bash scripts/test.sh [pytest args]      # e.g. -m "not slow" (the fast tier), or a test file
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Temporary files of set-up and of the suite (every process it starts) in the repository, not /tmp: this
+# session's directory, named by this pid (exec keeps it), which tests/conftest.py takes (tests/suite_tmp.py).
+export TMPDIR="$PWD/.rt/tmp-$$"
+mkdir -p "$TMPDIR"
 bash scripts/setup.sh
 exec .venv/bin/python -m pytest -n 2 "$@"

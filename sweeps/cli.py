@@ -20,7 +20,7 @@ import typer
 
 from sweeps.commands.eval import eval_cmd
 from sweeps.commands.ls_objectives import ls_objectives
-from sweeps.commands.options import fail
+from sweeps.commands.options import FlagCommand, FlagGroup, fail
 from sweeps.commands.report import report
 from sweeps.commands.run import resume, run
 from sweeps.commands.status import status
@@ -28,10 +28,10 @@ from sweeps.commands.table import table
 from sweeps.commands.ui import ui
 
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
-                  no_args_is_help=True)  # --install-completion / --show-completion for bash, zsh, fish
+                  no_args_is_help=True, cls=FlagGroup)  # --install-completion / --show-completion for bash, zsh, fish
 for name, command in {"run": run, "resume": resume, "status": status, "ui": ui, "ls-objectives": ls_objectives,
                       "report": report, "table": table, "eval": eval_cmd}.items():
-    app.command(name)(command)
+    app.command(name, cls=FlagCommand)(command)  # flags shown as flags in --help (options.FlagCommand)
 
 
 def main() -> None:

@@ -125,7 +125,7 @@ class MlflowLogger(Callback):
                 s.seen_meta[tid] = meta
                 if s.scratch is not None:
                     SweepLayout.of_scratch(s.scratch).note(tid).unlink(missing_ok=True)
-                s.writer.set_tags(tid, {f"ray.{k}": v for k, v in json.loads(meta).items()})
+                s.writer.set_tags(tid, meta_tags(json.loads(meta)))
             # every step since the trial's previous result; journaled (on disk) before the trial goes on
             s.writer.log_steps(tid, [(step, when, logged_metrics(values, s.dropped)) for step, when, values, _ in steps])
             for step, _, _, text in steps:  # an evaluation's per-problem verdicts: an artifact
@@ -258,6 +258,14 @@ def logged_metrics(values: dict, dropped: set[str] | None = None) -> dict[str, f
             log.warning("metric %r is not logged to MLflow: a metric must be a number named under one of %s "
                         "(contract/metrics.py)", key, ", ".join(LOGGED_PREFIXES))
     return out
+
+
+def meta_tags(meta: dict) -> dict[str, str]:
+    """A trial's meta as tags: ``ray.<key>`` (node, pid, startup log), and under ``provenance`` what its
+    backend's trial_setup applied (the numeric mode) as ``provenance.<key>``."""
+    tags = {f"ray.{k}": str(v) for k, v in meta.items() if k != "provenance"}
+    tags.update({f"provenance.{k}": str(v) for k, v in (meta.get("provenance") or {}).items()})
+    return tags
 
 
 def _tid(tune_trial) -> str:

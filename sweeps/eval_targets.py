@@ -38,8 +38,37 @@ from trial_eval.eval_run import VERDICTS_FILE, EvalTarget
 EVAL_EXPERIMENT = "eval"
 
 
+ACCEPTED = ("a checkpoint directory (a Hugging Face model, a local-trainer or verl checkpoint), a sweep spec "
+            "(a YAML path or a name in configs/sweeps/), or a sweep name or trial id of the MLflow store")
+"""What `sweep eval TARGET` takes, as its errors say it."""
+
+
 class TargetError(InputError):
     """TARGET is none of the accepted forms; the message lists what was tried."""
+
+
+def without_store(target: str, store: str) -> str | None:
+    """Why TARGET cannot be evaluated while there is no MLflow store (``store``: where it was looked for), said
+    about the path first: a file that is not a spec, a path or a name that does not exist. None for a spec (it is
+    a sweep: the missing store is its error)."""
+    from sweeps.spec import SpecError, resolve_spec_path
+
+    path = Path(target)
+    if path.is_dir():
+        return None
+    if path.exists() and path.suffix.lower() not in (".yaml", ".yml"):
+        return f"{target}: a file, not a checkpoint directory; sweep eval TARGET takes {ACCEPTED}"
+    try:
+        resolve_spec_path(target)
+        return None
+    except SpecError:
+        pass
+    if len(path.parts) > 1 or target.startswith((".", "~")):
+        return (f"{target}: no such checkpoint directory ({path.absolute()} does not exist); sweep eval TARGET "
+                f"takes {ACCEPTED}")
+    return (f"{target}: no such checkpoint directory ({path.absolute()} does not exist), no sweep spec of that name, "
+            f"and no MLflow store at {store} to look up a sweep or trial of that name; sweep eval TARGET takes "
+            f"{ACCEPTED} (a store elsewhere: --tracking-uri URI or --run-dir DIR)")
 
 
 @dataclass

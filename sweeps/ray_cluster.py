@@ -28,7 +28,7 @@ from pathlib import Path
 
 from contract.env import (
     CUDA_VISIBLE_DEVICES, HF_HOME, HF_HUB_OFFLINE, HF_HUB_PROGRESS_OFF, MPLCONFIGDIR, RAY_AIR_NEW_OUTPUT, RAY_AUTH_MODE,
-    RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_CHDIR_TO_TRIAL_DIR, RAY_DEDUP_LOGS, RAY_TMPDIR, RAY_USAGE_STATS,
+    RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_CHDIR_TO_TRIAL_DIR, RAY_DEDUP_LOGS, RAY_TMPDIR, RAY_USAGE_STATS, TMPDIR,
     TORCHINDUCTOR_CACHE_DIR, TRANSFORMERS_VERBOSITY, TRITON_CACHE_DIR, TUNE_AUTO_LOGGERS_OFF, TUNE_CHECKPOINT_SYNC_WARNING,
     TUNE_SIGINT_HANDLER_OFF, TUNE_STRICT_METRICS_OFF,
 )
@@ -200,10 +200,12 @@ def local_temp_dir(run_dir: Path, temp_dir: Path | None) -> Path:
 
 
 def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_cpus: int | None,
-             num_gpus: int | None = None, gpu_ids: str | None = None) -> None:
+             num_gpus: int | None = None, gpu_ids: str | None = None, env_vars: dict[str, str] | None = None) -> None:
     """Join ``address`` or start a local, token-protected Ray whose files stay under ``run_dir``
     (``gpu_ids``: the CUDA_VISIBLE_DEVICES its node starts with, e.g. '0,0,0,0' for 4 logical GPUs
-    on GPU 0 when trials are packed; this process's own variable is left as it was)."""
+    on GPU 0 when trials are packed; this process's own variable is left as it was). Its processes' TMPDIR is
+    ``<temp dir>/tmp`` unless TMPDIR is set (this process's own is left as it was). ``env_vars``: what
+    every worker of the job starts with (the trials' ``trial_env``, trainers/backends.py: the numeric mode)."""
     import ray
 
     if ray.is_initialized():
@@ -214,7 +216,7 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
         # workers through the job's runtime_env (their `worker_env` hooks, trainers/backends.py).
         from trainers.backends import worker_env
 
-        env_vars = worker_env()
+        env_vars = {**worker_env(), **(env_vars or {})}
         ray.init(address=address, log_to_driver=False, **({"runtime_env": {"env_vars": env_vars}} if env_vars else {}))
         return
     temp = local_temp_dir(run_dir, temp_dir)
@@ -226,10 +228,17 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     before = CUDA_VISIBLE_DEVICES.raw()
     if gpu_ids is not None:  # the node's processes inherit it from ray.init's subprocesses
         CUDA_VISIBLE_DEVICES.set(gpu_ids)
+    node_tmp = None if TMPDIR.is_set() else temp / "tmp"  # its processes' temporary files: under its temp dir
+    if node_tmp is not None:  # (short: Python puts Unix sockets there too), not in /tmp; a TMPDIR set is kept
+        node_tmp.mkdir(exist_ok=True)
+        TMPDIR.set(node_tmp)
     try:
         ray.init(num_cpus=int(capacity.cpus), num_gpus=int(capacity.gpus if num_gpus is None else num_gpus),
-                 _temp_dir=str(temp), include_dashboard=False, log_to_driver=False, configure_logging=False)
+                 _temp_dir=str(temp), include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 **({"runtime_env": {"env_vars": env_vars}} if env_vars else {}))
     finally:
+        if node_tmp is not None:
+            TMPDIR.unset()
         if gpu_ids is not None and before is None:
             CUDA_VISIBLE_DEVICES.unset()
         elif gpu_ids is not None:

@@ -39,11 +39,12 @@ from sweeps.driver_log import DriverState, MlflowLogger
 from sweeps.interrupts import SweepInterrupted
 from sweeps.placement import Placement, plan
 from sweeps.progress import LiveProgress
+from trainers.backends import trial_env
 from sweeps.ray_cluster import (check_cluster, check_resources, cluster_capacity, init_ray, local_capacity,
                                 local_temp_dir, prepare_environment)
 from sweeps.spec import SweepSpec
 from tracking_store.client import quiet_mlflow_environment
-from tracking_store.uri import default_uri, mask_uri, resolve_uri
+from tracking_store.uri import default_uri, mask_uri, resolve_uri, where
 from sweeps.sweep_lock import SweepLock
 from sweeps.trial import TRIAL_ID, checkpoint_candidates, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.tracking import SweepTracker
@@ -109,7 +110,8 @@ def run_sweep(spec: SweepSpec, options: RunOptions) -> SweepResult:
         local_temp_dir(run_dir, options.ray_temp_dir)
     with SweepLock(RunLayout(run_dir).sweep(spec.name).lock, spec.name):
         if options.address:
-            init_ray(address=options.address, run_dir=run_dir, temp_dir=None, num_cpus=None)
+            init_ray(address=options.address, run_dir=run_dir, temp_dir=None, num_cpus=None,
+                     env_vars=trial_env([t.config for t in spec.trials]))
             capacity = cluster_capacity(options.address)
             placement = plan(spec, capacity, local=False)
             check_resources(spec, capacity, placement.tune_resources)
@@ -141,7 +143,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         # ray.init installs its own SIGTERM handler (sys.exit): ours go in after it.
         init_ray(address=options.address, run_dir=run_dir, temp_dir=options.ray_temp_dir,
                  num_cpus=placement.local_cpus or options.num_cpus, num_gpus=placement.local_gpus,
-                 gpu_ids=placement.local_gpu_ids)
+                 gpu_ids=placement.local_gpu_ids, env_vars=trial_env([t.config for t in spec.trials]))
         cluster = _cluster_tag()
         with state.guard.installed():
             search_kwargs = _search(spec, recorded)
@@ -200,7 +202,13 @@ def _start_tracking(spec: SweepSpec, options: RunOptions, tracking_uri: str, run
         opener.start()  # Ray starts in _run_locked's try (a failure there ends the sweep FAILED)
         state.writer.start()
         return None, opener
-    recorded = state.tracker = _open_tracker(spec, tracking_uri, run_dir)  # before any trial
+    # before any trial; a store that is unreachable now (a server restarting) is waited out as an outage is:
+    # said, retried, TrackingOutage (exit 75) past the limit. Opening is idempotent (experiment, parent run and
+    # lease are found again), so a try cut short by the outage is simply made again.
+    opened: list[SweepTracker] = []
+    state.writer.store_name = where(tracking_uri)
+    state.writer.retrying(lambda: opened.append(_open_tracker(spec, tracking_uri, run_dir)))
+    recorded = state.tracker = opened[-1]
     if journal.pending():  # an earlier driver's steps that never reached the store: written first
         _replay(journal, state, options.tracking_outage_limit_s)
     state.writer.start()

@@ -54,9 +54,10 @@ from sweeps.spec_sections import (Resources, check_eval, check_report, check_sch
                                   positive_int, report_with_defaults)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.stop_rules import StopRuleError, parse_stop_rules
-from sweeps.spec_overrides import apply_spec_overrides, apply_trial_overrides
+from sweeps.spec_overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, check_reach,
+                                   check_sections, check_types, param_overrides)
 from sweeps.trial_ids import cap_id, config_id, id_part
-from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources
+from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources, sections
 from trainers.config import ConfigError, TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
 
@@ -112,6 +113,8 @@ class SweepSpec:
     """The `eval:` section (evaluators.eval_config.EvalConfig): evaluate each trial's final checkpoint; None = no."""
     stop: list = field(default_factory=list)
     """The `stop:` section: rules that end a trial early (sweeps/stop_rules.py StopRule)."""
+    override_reach: list = field(default_factory=list)
+    """Each trial-config override as typed and the ids of the trials it applies to (`--dry-run` shows it)."""
 
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
@@ -189,22 +192,34 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     """Load, compose, expand and validate a sweep spec. ``overrides``: Hydra overrides of the spec
     (``seeds=[0]``, ``+max_trials=50``, ``~search``), of its base trial config (``base.trainer.lr=3e-4``,
     ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see sweeps/spec_overrides.py."""
-    path = resolve_spec_path(name_or_path)
+    try:
+        return _load(resolve_spec_path(name_or_path), overrides or [], cwd)
+    except SpecError as err:
+        if overrides and "command-line override" not in str(err):  # an error the overrides may have caused
+            raise SpecError(f"{err} (with the command-line overrides {' '.join(overrides)})") from None
+        raise
+
+
+def _load(path: Path, overrides: list[str], cwd: Path | None) -> SweepSpec:
     src = str(path)
-    raw, trial_overrides = _read_raw(path, overrides or [])
+    raw, trial_overrides = _read_raw(path, overrides)
     name, seeds = _name_and_seeds(raw, src)
     variants = raw.get("variants")
     if not isinstance(variants, list) or not variants:
         raise SpecError(f"{src}: variants: expected a non-empty list of variants (the grid is empty)")
     max_trials = positive_int(raw, "max_trials", 10_000, src)
     all_axes = variant_axes(variants, seeds, max_trials, src)
-    base = _base_config(raw, trial_overrides, src)
+    check_types(trial_overrides, variants)
+    check_reach(trial_overrides, variants, [[k for k, _ in axes] for axes in all_axes], src)
+    base = _base_config(raw, [o for o in trial_overrides if not o.is_param], src)
     resources = parse_resources(raw.get("resources", {}), src)
     max_concurrent = positive_int(raw, "max_concurrent", 2, src)
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
     report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
     stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
-    trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd())
+    params = [o for o in trial_overrides if o.is_param]
+    trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd(), params)
+    check_sections(trial_overrides, {t.config.backend for t in trials}, [b.name for b, _ in sections()])
     search = check_search(raw.get("search"), src)
     if search is not None:
         _check_search_space(search, trials, src)
@@ -220,10 +235,21 @@ def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd:
     except StopRuleError as err:
         raise SpecError(str(err)) from None
     return SweepSpec(name, path, trials, resources, max_concurrent, max_failures, search, scheduler, report, raw,
-                     report_interval_s, stall_timeout_s, eval_cfg, stop)
+                     report_interval_s, stall_timeout_s, eval_cfg, stop, _reach(trial_overrides, trials))
 
 
-def _read_raw(path: Path, overrides: list[str]) -> tuple[dict, list]:
+def _reach(overrides: list[TrialOverride], trials: list[Trial]) -> list[tuple[str, list[str]]]:
+    """Each trial-config override as typed, with the trials it applies to (an objective parameter: those
+    whose objective has it), for `sweep run --dry-run`."""
+    reach = []
+    for o in overrides:
+        name = o.key[len("algorithm.params."):].split(".")[0]
+        reach.append((o.ov.input_line or o.shown, [
+            t.trial_id for t in trials if not o.is_param or name in OBJECTIVES[t.config.algorithm.name].param_docs()]))
+    return reach
+
+
+def _read_raw(path: Path, overrides: list[str]) -> tuple[dict, list[TrialOverride]]:
     """(the spec's mapping with the spec's own overrides applied, the overrides left for the trial config)."""
     src = str(path)
     try:
@@ -256,7 +282,7 @@ def _name_and_seeds(raw: dict, src: str) -> tuple[str, list[int]]:
     return name, seeds
 
 
-def _base_config(raw: dict, trial_overrides: list, src: str) -> dict:
+def _base_config(raw: dict, trial_overrides: list[TrialOverride], src: str) -> dict:
     """The base trial config: the defaults: presets composed, the base: section over them, then the overrides."""
     base = compose_base(raw.get("defaults", []), src)
     if raw.get("base") is not None:
@@ -273,8 +299,10 @@ def _base_config(raw: dict, trial_overrides: list, src: str) -> dict:
     return base
 
 
-def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resources, src: str, cwd: Path) -> list[Trial]:
-    """Every trial: each variant's grid of axis values times the seeds, each config validated."""
+def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resources, src: str, cwd: Path,
+            params: list[TrialOverride]) -> list[Trial]:
+    """Every trial: each variant's grid of axis values times the seeds, each config validated; ``params``:
+    the objective-parameter overrides, applied once the variant chose the objective."""
     trials: list[Trial] = []
     seen: dict[str, str] = {}
     replicates = any(v.get("seed_offset") for v in variants)  # then no trial may repeat another's config and seed
@@ -290,6 +318,7 @@ def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resour
                 data = copy.deepcopy(base)
                 if data.get("algorithm", {}).get("name") != chosen[0][1]:
                     data["algorithm"] = {"name": chosen[0][1], "params": {}}  # base params belong to another objective
+                param_overrides(data, params)
                 for key, value in chosen:
                     _set_dotted(data, key, value, where)
                 data["seed"] = seed + offset

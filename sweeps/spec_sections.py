@@ -84,7 +84,16 @@ def check_scheduler(scheduler: Any, src: str) -> dict | None:
     check_section(scheduler, "scheduler", ("type", "metric", "mode", "grace_period", "reduction_factor"), src)
     if scheduler.get("type") != "asha":
         raise SpecError(f"{src}: scheduler.type: expected 'asha', got {scheduler.get('type')!r}")
-    return {"metric": VAL_AVG, "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
+    merged = {"metric": VAL_AVG, "mode": "max", "grace_period": 20, "reduction_factor": 2, **scheduler}
+    checks = (("metric", lambda v: isinstance(v, str) and bool(v), "a metric name such as val/avg/acc"),
+              ("mode", lambda v: v in ("max", "min"), "'max' or 'min'"),
+              ("grace_period", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "an integer >= 1"),
+              ("reduction_factor", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 1,
+               "a number > 1"))
+    for key, ok, expected in checks:
+        if not ok(merged[key]):
+            raise SpecError(f"{src}: scheduler.{key}: expected {expected}, got {merged[key]!r}")
+    return merged
 
 
 def check_report(report: Any, src: str) -> dict:

@@ -297,13 +297,14 @@ def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     from ray import tune
 
     from trainers.api import TrainingDiverged, get_trainer
+    from trainers.backends import trial_setup
 
     payload = payloads[config[TRIAL_ID]] if TRIAL_ID in config else config["trial"]
     cfg = trial_from_tune_config(config, payload).config
     scratch = Path(tempfile.mkdtemp(prefix=ATTEMPT_PREFIX, dir=payload["scratch_dir"]))
     resume = _resume_candidates(payload, scratch)
     meta = {"node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": ",".join(map(str, ray.get_gpu_ids())),
-            "pid": os.getpid()}
+            "pid": os.getpid(), "provenance": trial_setup(cfg)}  # e.g. the numeric mode, applied and checked
     layout, trial_id = SweepLayout.of_scratch(payload["scratch_dir"]), payload["trial_id"]
     note = layout.note(trial_id)  # its lines before the first step, for the driver's terminal
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0), layout.stall_marker(trial_id))

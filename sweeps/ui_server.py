@@ -24,7 +24,7 @@ from pathlib import Path
 
 import typer
 
-from contract.env import MLFLOW_BACKEND_STORE, MLFLOW_SERVER_JOBS, PYTHONUNBUFFERED
+from contract.env import MLFLOW_BACKEND_STORE, MLFLOW_SERVER_JOBS, PYTHONUNBUFFERED, TMPDIR
 from contract.run_layout import RunLayout
 from sweeps.ui_pages import curves_page_url, grid_page_url, run_page_url, runs_page_url
 from tracking_store.client import open_client, sweep_experiment
@@ -89,6 +89,10 @@ def serve(uri: str, run_dir: Path, port: int, pages: dict[str, str], open_browse
     # the store in the environment, not on the command line: ps would show a password
     env = {**os.environ, MLFLOW_BACKEND_STORE.name: uri, PYTHONUNBUFFERED.name: "1"}
     env.setdefault(MLFLOW_SERVER_JOBS.name, "false")  # no job runners: a viewer runs no GenAI jobs
+    if not TMPDIR.is_set():  # its temporary files (MLflow's store-init lock, uploads): in the run dir, not /tmp
+        tmp = RunLayout(Path(run_dir)).cache("tmp").resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
+        env[TMPDIR.name] = str(tmp)
     typer.echo(f"starting the MLflow UI for {mask_uri(uri)} ... (its output: {log_path})", err=True)
     with open(log_path, "a") as log:
         log.write(f"--- sweep ui {time.strftime('%Y-%m-%d %H:%M:%S')}: mlflow server on 127.0.0.1:{port} ---\n")

@@ -1,18 +1,53 @@
-"""Test-wide environment: nothing written outside the repository, no network lookups."""
+"""Test-wide environment: nothing written outside the repository, no network lookups.
+
+Temporary files (TMPDIR) are the session's under <repo>/.rt, and a session that leaves entries of its tools'
+names in /tmp fails: tests/suite_tmp.py says how, and how an entry is told to be the suite's.
+"""
 
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+import suite_tmp
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# The built-in trainer's default numeric mode holds only in a process started with its kernel settings
+# (trainers/local/numerics.py): the tests that train in this process start it as a sweep's workers do.
+os.environ.update({"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"})
 
 
 REPO = Path(__file__).resolve().parent.parent
+SUITE_TMPDIR = suite_tmp.use_suite_tmpdir()  # now: before any test asks tempfile, before xdist starts workers
+TMP_AT_START: set[str] = set()
+TMP_LEFT: list[tuple[str, str]] = []
+
+
+def _first_process(config) -> bool:
+    return not hasattr(config, "workerinput")  # not an xdist worker: the session's own process
+
+
+def pytest_sessionstart(session):
+    if _first_process(session.config):
+        TMP_AT_START.update(suite_tmp.listing())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session fails when it left entries in /tmp (tests/suite_tmp.py: which count as its own)."""
+    if _first_process(session.config) and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        TMP_LEFT[:] = suite_tmp.left_behind(TMP_AT_START, suite_tmp.listing())
+        if TMP_LEFT:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TMP_LEFT:
+        terminalreporter.section(f"left in {suite_tmp.SYSTEM_TMP}", red=True)
+        for line in suite_tmp.report_lines(TMP_LEFT, SUITE_TMPDIR):
+            terminalreporter.line(line)
 
 
 def pytest_configure(config):

@@ -52,6 +52,17 @@ per-trial {cpus, gpus}, ``.cpus``/``.gpus``):
     smoke_overrides (resources) -> list[str]
               spec overrides ``sweep run --smoke`` adds to a spec with trials of this backend
               (verl: ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", ..., "resources.gpus=1"])
+    base_fingerprint (cfg) -> str | None      one line naming the trial's base policy by its bytes (local:
+                                              the weights' sha1 and the numeric mode), None if not built;
+                                              `sweep run` prints it at the end
+    trial_env (configs) -> dict[str, str]
+              variables every Ray worker of the sweep starts with (a local ray.init's and a cluster's):
+              settings a process reads once, at its start (local: the numeric mode's kernels,
+              trainers/local/numerics.py)
+    trial_setup (cfg) -> dict[str, str]
+              called in the trial's process before it trains: applies and checks what the process
+              needs (local: the numeric mode, NumericsError when it does not hold); returns settings the
+              trial records as its ``provenance.<key>`` tags
     worker_env () -> dict[str, str]
               variables of this process's environment a Ray worker of a cluster the sweep did not
               start needs (it does not inherit them): verl's switches VERL_*, ZOO_VERL_*
@@ -114,6 +125,9 @@ class Backend:
     placement: str | None = None
     smoke_overrides: str | None = None
     worker_env: str | None = None
+    trial_env: str | None = None
+    base_fingerprint: str | None = None
+    trial_setup: str | None = None
     packages: tuple[str, ...] = ()
     """Python distributions whose versions a sweep records (provenance.<package>)."""
     section: str | None = None
@@ -139,7 +153,10 @@ BACKENDS: dict[str, Backend] = {
                      export_hf="trainers.local.export:export_hf",
                      checkpoints="a local-trainer checkpoint (trainer_state.pt)",
                      paths="trainers.local.config:PATHS", paths_in_every_trial=True,
-                     section="trainers.local.config:LocalConfig"),
+                     section="trainers.local.config:LocalConfig",
+                     preflight="trainers.local.numerics:check_modes", trial_env="trainers.local.numerics:trial_env",
+                     trial_setup="trainers.local.numerics:trial_setup",
+                     base_fingerprint="trainers.local.warmstart:base_fingerprint"),
     "verl": Backend("verl", "trainers.verl_backend.train:train",
                     "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
                     validate="trainers.verl_backend.config:validate_verl_section",
@@ -277,6 +294,25 @@ def worker_env() -> dict[str, str]:
     for backend in BACKENDS.values():
         env.update(_call(backend, "worker_env") or {})
     return env
+
+
+def trial_env(configs: list) -> dict[str, str]:
+    """Every backend's ``trial_env`` for its trials among ``configs``: what every Ray worker of the sweep starts with."""
+    env: dict[str, str] = {}
+    for name in sorted({cfg.backend for cfg in configs}):
+        env.update(_call(get_backend(name), "trial_env", [c for c in configs if c.backend == name]) or {})
+    return env
+
+
+def base_fingerprints(configs: list) -> list[str]:
+    """Each distinct base policy of these trials, named by its bytes (the backends' ``base_fingerprint``)."""
+    lines = [_call(get_backend(cfg.backend), "base_fingerprint", cfg) for cfg in configs]
+    return list(dict.fromkeys(line for line in lines if line))
+
+
+def trial_setup(cfg) -> dict[str, str]:
+    """The trial backend's ``trial_setup`` in this (the trial's) process: the settings to record ({} without one)."""
+    return _call(get_backend(cfg.backend), "trial_setup", cfg) or {}
 
 
 def packages() -> tuple[str, ...]:

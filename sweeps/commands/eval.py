@@ -139,12 +139,12 @@ def eval_cmd(
     verifier_report: Annotated[bool, typer.Option("--verifier-report", help="Also write verifier_report.md beside the results: every response where verify_answer and plain math-verify disagree, with both answers.")] = False,
 ) -> None:
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
-    from sweeps.eval_targets import TargetError, resolve
+    from sweeps.eval_targets import TargetError, resolve, without_store
     from sweeps.spec import SpecError
     from trial_eval.eval_run import load_problems
     from tracking_store.client import StoreMissing, open_client, require_store
     from tracking_store.lease import SweepAlreadyRunning
-    from tracking_store.uri import mask_uri, resolve_uri
+    from tracking_store.uri import mask_uri, resolve_uri, sqlite_path
 
     options = given_options(protocol, generator)
     run_dir = store.run_dir.resolve()
@@ -152,8 +152,8 @@ def eval_cmd(
     try:
         if not Path(target).is_dir():  # a sweep or a trial is looked up in a store that must exist
             require_store(uri)
-    except StoreMissing as err:
-        raise fail(f"error: {err}") from None
+    except StoreMissing as err:  # a path that does not exist is said as such, not as the missing store
+        raise fail(f"error: {without_store(target, str(sqlite_path(uri))) or err}") from None
     client = open_client(uri)  # a bare checkpoint's run goes into experiment 'eval', made if need be
     try:
         resolved = resolve(target, client, run_dir, sweep=sweep)
@@ -163,11 +163,31 @@ def eval_cmd(
         raise fail(f"error: {mask_uri(str(err))}") from None
     for reason in resolved.skipped or []:
         warn(f"skipped: {reason}")
+    _numerics(resolved.targets)
     try:
         _evaluate(_jobs(resolved, cfg, run_dir), resolved.sweep, run_dir, cfg, problems, client,
                   no_progress, verifier_report)
     except SweepAlreadyRunning as err:
         raise fail(f"error: {err}", 3) from None
+
+
+def _numerics(targets: list) -> None:
+    """The trials' numeric mode in this process, before torch loads (a checkpoint without a trial config: the
+    default trial's): the kernels a CPU evaluation computes with, as its trials' processes did
+    (trainers/backends.py ``trial_env`` and ``trial_setup``: for the built-in trainer, local.numerics)."""
+    import os
+
+    from trainers.backends import trial_env, trial_setup
+    from trainers.config import TrialConfig
+    from trial_eval.checkpoints import read_trial_config
+
+    configs = [c for c in (t.trial_config or read_trial_config(t.checkpoint) for t in targets) if c is not None]
+    configs = configs or [TrialConfig()]
+    os.environ.update(trial_env(configs))  # read by torch at its first operation, by MKL at its first call
+    applied = trial_setup(configs[0])
+    if "numerics" in applied:
+        details = ", ".join(f"{k.removeprefix('numerics.')} {v}" for k, v in applied.items() if k != "numerics")
+        console.print(f"numerics: {applied['numerics']} ({details})", markup=False, highlight=False, soft_wrap=True)
 
 
 def _say(line: str) -> None:

@@ -13,14 +13,18 @@
 `grouped` gives typer a signature where each dataclass-typed parameter is replaced by its fields (their
 `Annotated[type, typer.Option(...)]` annotations and defaults, shown under the dataclass' help panel),
 and calls the command with one instance per group. Two groups naming the same option are refused when
-the command is defined. The store options every store-reading command shares are here too.
+the command is defined. The store options every store-reading command shares are here too, and what every
+command shares: ``fail``/``warn`` (one whole line on stderr), ``warnings_as_notes`` (Python warnings as such
+lines) and ``FlagCommand``/``FlagGroup`` (sweeps/cli.py: a flag's --help row shows no type).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import warnings
 from copy import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,7 @@ from typing import Annotated, Any, Callable, ClassVar, Optional, get_args, get_o
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
 err_console = Console(stderr=True)  # errors and notes go to stderr; tables and results to stdout
 
@@ -46,6 +51,26 @@ class StoreOptions:
     tracking_uri: TrackingUri = None
 
 
+class _PlainFlags:
+    """typer shows every option's type in --help, a flag's too (``--dry-run <bool>``); a flag takes no value, so
+    its row shows none: its metavar is empty (typer shows a metavar as given)."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:  # the command's own options and --help (and the app's completion options)
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class FlagCommand(_PlainFlags, TyperCommand):
+    """A command whose --help shows flags as plain flags: ``app.command(name, cls=FlagCommand)``."""
+
+
+class FlagGroup(_PlainFlags, TyperGroup):
+    """The app's group, the same for its own options: ``typer.Typer(cls=FlagGroup)``."""
+
+
 def warn(message: str) -> None:
     """Print ``message`` whole on stderr (never read as markup, never cut: paths stay copyable)."""
     err_console.print(message, markup=False, highlight=False, soft_wrap=True)
@@ -55,6 +80,29 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """warn(message) and return the exit to raise: ``raise fail("error: ...")``."""
     warn(message)
     return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def warnings_as_notes():
+    """Python warnings raised inside, each said once as one ``note:`` line on stderr when the block ends (an error
+    or not), never as Python's own ``file:line: UserWarning: ...`` print with its source line: the product's own
+    as written, a library's with its category and origin. The warning filters stay as they are (-W, PYTHONWARNINGS)."""
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            yield
+        finally:
+            for line in dict.fromkeys(_note_of(w) for w in caught):
+                warn(line)
+
+
+def _note_of(w: warnings.WarningMessage) -> str:
+    message = " ".join(str(w.message).split())
+    parts = Path(w.filename).parts
+    library = next((parts[i + 1] for i, p in enumerate(parts[:-1]) if p in ("site-packages", "dist-packages")), None)
+    if library is None and issubclass(w.category, UserWarning):  # ours: a message written for the user
+        return f"note: {message}"
+    origin = library.removesuffix(".py") if library else f"{Path(w.filename).name}:{w.lineno}"
+    return f"note: {w.category.__name__} from {origin}: {message}"
 
 
 def split_list(text: Optional[str]) -> Optional[list[str]]:

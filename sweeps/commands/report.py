@@ -2,6 +2,7 @@
 logged to its parent run.
 
     sweep report dhpo_vs_baselines
+    sweep report dhpo_vs_baselines --smoke                       # the smoke sweep: dhpo_vs_baselines_smoke
     sweep report dhpo_vs_baselines --base "Qwen3-1.7B-Base" --baselines GRPO,GSPO --delta-avg --std
     sweep report sspo_temperature_grid --metric "eval/{benchmark}/avg_at_k" --select-by AVG
     sweep report grid --at best --select-by val/avg/acc --ema-alpha 0.02 --out reports/grid --no-log
@@ -19,7 +20,8 @@ from typing import Annotated, ClassVar, Optional
 
 import typer
 
-from sweeps.commands.options import StoreOptions, cells_text, grouped, split_list
+from sweeps.commands.options import StoreOptions, cells_text, grouped, split_list, warnings_as_notes
+from sweeps.commands.spec_input import smoke_name
 
 
 class At(str, Enum):
@@ -104,6 +106,7 @@ def report(
     table: TableOptions = TableOptions(),
     figures: FigureOptions = FigureOptions(),
     log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,
+    smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep (sweep run --smoke): SWEEP_NAME_smoke.")] = False,
 ) -> None:
     """Write the sweep's report: paper table (md/tex/csv/html) + curves in ONE offline HTML file.
 
@@ -126,8 +129,12 @@ def report(
 
     if not sweep_name and not parent_run_id and spec is None:
         raise typer.BadParameter("give SWEEP_NAME (or --parent-run-id, or --spec with a name)")
+    if smoke and not sweep_name:
+        raise typer.BadParameter("--smoke: give SWEEP_NAME (the report is of SWEEP_NAME_smoke)")
+    sweep_name = smoke_name(sweep_name) if smoke else sweep_name
     try:
-        paths = _write(sweep_name, parent_run_id, store, out, spec, table, figures, log)
+        with warnings_as_notes():  # a warning of the reading, the statistics or the figures: a note line
+            paths = _write(sweep_name, parent_run_id, store, out, spec, table, figures, log)
     except (ValueError, TypeError, OSError) as e:
         typer.echo(f"error: {mask_uri(str(e))}", err=True)
         raise typer.Exit(2) from None

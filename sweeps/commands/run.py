@@ -3,7 +3,7 @@
     sweep run dhpo_vs_baselines.yaml                     # the whole study, then the report
     sweep run dhpo_vs_baselines.yaml trainer.steps=50 seeds=[0]
     sweep run sspo_temperature_grid.yaml --dry-run       # expanded trial table + resources
-    sweep run dhpo_vs_baselines.yaml --smoke             # one seed, a few steps per trial
+    sweep run dhpo_vs_baselines.yaml --smoke             # one seed, a few steps per trial: dhpo_vs_baselines_smoke
     sweep resume dhpo_vs_baselines.yaml                  # = run again: finished trials are skipped
     sweep run my.yaml --address HEAD:6379 --tracking-uri http://mlflow:5000   # a Ray cluster, a shared server
 
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Optional
 import typer
 from rich.console import Console
 
-from sweeps.commands.options import RunDir, TrackingUri, fail, grouped
-from sweeps.commands.spec_input import load_user_spec
+from sweeps.commands.options import RunDir, TrackingUri, fail, grouped, warn, warnings_as_notes
+from sweeps.commands.spec_input import load_user_spec, smoke_note
 from sweeps.commands.trial_table import print_commands, print_trials
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 console = Console()
 SpecArg = Annotated[str, typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")]
 Overrides = Annotated[Optional[list[str]], typer.Argument(help="key=value overrides, e.g. trainer.steps=50 seeds=[0]")]
-Smoke = Annotated[bool, typer.Option("--smoke", help="One seed, 4 steps per trial: a quick real end-to-end check.")]
+Smoke = Annotated[bool, typer.Option("--smoke", help="One seed, 4 steps per trial: a quick real end-to-end check, as its own sweep NAME_smoke (sweep status NAME_smoke).")]
 
 
 @dataclass
@@ -81,6 +81,8 @@ def run(spec: SpecArg, overrides: Overrides = None,
     """
     every = output.seconds_between_status_lines()
     loaded = load_user_spec(spec, overrides or [], smoke)
+    if smoke:  # the sweep is NAME_smoke: said before anything runs, and again at the end
+        warn(smoke_note(loaded.name))
     print_trials(console, loaded)
     if dry_run:
         print_commands(console, loaded)
@@ -90,20 +92,21 @@ def run(spec: SpecArg, overrides: Overrides = None,
     _run_and_report(loaded, RunOptions(
         run_dir=launch.run_dir, tracking_uri=launch.tracking_uri, address=launch.address,
         show_progress=not output.no_progress, ray_temp_dir=launch.ray_temp_dir, status_every=every,
-        tracking_outage_limit_s=launch.tracking_outage_limit), report=not output.no_report)
+        tracking_outage_limit_s=launch.tracking_outage_limit), report=not output.no_report, smoke=smoke)
 
 
 @grouped
 def resume(spec: Annotated[str, typer.Argument(help="The same sweep YAML that was interrupted.")],
            overrides: Annotated[Optional[list[str]], typer.Argument(help="The same overrides as the first run.")] = None,
-           smoke: Annotated[bool, typer.Option("--smoke", help="Resume the smoke-size sweep.")] = False,
+           smoke: Annotated[bool, typer.Option("--smoke", help="Resume the smoke-size sweep (NAME_smoke).")] = False,
            launch: LaunchOptions = LaunchOptions(), output: OutputOptions = OutputOptions()) -> None:
     """Resume an interrupted sweep: identical to running it again (finished trials are skipped)."""
     run.__wrapped__(spec, overrides, dry_run=False, smoke=smoke, launch=launch, output=output)
 
 
-def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool) -> None:
-    """run_sweep with its failures as exit codes, the one-line result, the report, exit 1 if a trial failed."""
+def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool, smoke: bool = False) -> None:
+    """run_sweep with its failures as exit codes, the one-line result, the report, how to look at a smoke sweep,
+    exit 1 if a trial failed."""
     from sweeps.interrupts import SweepInterrupted
     from sweeps.ray_cluster import ClusterUnavailable
     from sweeps.runner import run_sweep  # Ray and MLflow: not needed to check or list a spec
@@ -122,10 +125,17 @@ def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool) -> None:
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
     console.print(f"sweep {spec.name} done in {result.seconds:.0f}s: {counts}; MLflow {mask_uri(result.tracking_uri)} "
                   f"(parent run {result.parent_run_id})", markup=False, highlight=False, soft_wrap=True)
+    from trainers.backends import base_fingerprints
+
+    for line in base_fingerprints([t.config for t in spec.trials]):  # the bytes every trial started from
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if report:
         from sweeps.reporting import write_sweep_report
 
-        write_sweep_report(spec, result, options.run_dir, console)
+        with warnings_as_notes():  # as sweep report: a warning is a note line
+            write_sweep_report(spec, result, options.run_dir, console)
+    if smoke:
+        console.print(smoke_note(spec.name, done=True), markup=False, highlight=False, soft_wrap=True)
     failed = [tid for tid, s in result.statuses.items() if s == "FAILED"]
     if failed:
         raise fail(f"{len(failed)} trial(s) FAILED: {', '.join(failed)} (reasons: sweep status, or the "

@@ -2,6 +2,7 @@
 
     sweep status dhpo_vs_baselines                       # by the sweep's name (its MLflow experiment)
     sweep status my.yaml trainer.steps=50                # by its spec and the overrides it ran with
+    sweep status dhpo_vs_baselines --smoke               # the smoke sweep: dhpo_vs_baselines_smoke
     sweep status big_grid --tracking-uri http://mlflow:5000
 
 The store is never created: a missing one is exit 2 naming where it was looked for (sweeps/status.py reads it).
@@ -9,7 +10,6 @@ The store is never created: a missing one is exit 2 naming where it was looked f
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeps.commands.options import StoreOptions, fail, grouped
-from sweeps.commands.spec_input import load_user_spec
+from sweeps.commands.spec_input import load_user_spec, names_spec, smoke_name
 
 console = Console()
 
@@ -27,7 +27,7 @@ console = Console()
 def status(
     sweep: Annotated[str, typer.Argument(help="Sweep name (its MLflow experiment), or its YAML path or name in configs/sweeps/.")],
     overrides: Annotated[Optional[list[str]], typer.Argument(help="With a YAML: the overrides the sweep was run with.")] = None,
-    smoke: Annotated[bool, typer.Option("--smoke", help="With a YAML: the smoke-size sweep.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep (sweep run --smoke): SWEEP_smoke.")] = False,
     store: StoreOptions = StoreOptions(),
 ) -> None:
     """Show each trial of a sweep with its method, MLflow state, last logged step and val/avg/acc.
@@ -41,9 +41,8 @@ def status(
     from tracking_store.client import StoreMissing
     from tracking_store.uri import mask_uri, resolve_uri
 
-    is_spec = sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or bool(overrides) or smoke
-    loaded = load_user_spec(sweep, overrides or [], smoke) if is_spec else None
-    name = loaded.name if loaded else sweep
+    loaded = load_user_spec(sweep, overrides or [], smoke) if names_spec(sweep, overrides, smoke) else None
+    name = loaded.name if loaded else smoke_name(sweep) if smoke else sweep
     uri = resolve_uri(store.tracking_uri, store.run_dir)
     try:
         runs, _, resolved = recorded_trials(uri, name)

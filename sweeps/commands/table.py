@@ -16,7 +16,7 @@ lm-eval input are read by dashboards/sample_results.py; dashboards/tables.py bui
 
 from __future__ import annotations
 
-import warnings
+import math
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Annotated, ClassVar, Optional
 
 import typer
 
-from sweeps.commands.options import cells_text, grouped, split_list
+from sweeps.commands.options import cells_text, grouped, split_list, warnings_as_notes
 
 
 class TableFormat(str, Enum):
@@ -142,12 +142,8 @@ def table_text(inputs: list[str], lm: SampleOptions, options: FileTableOptions, 
             _note("no --baselines: no cell is tested (name the baseline methods, e.g. --baselines GRPO)")
     cfg = options.table_config([str(b) for b in pd.unique(df["benchmark"])], 100.0 if scale is None else scale,
                                "mean" if data is None else "mean ± ci")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        built = build_table(df, cfg, problems=problems)
-    for w in caught:
-        _note(str(w.message))
-    if not any(c.mean is not None for r in built.rows for c in r.cells.values()):
+    built = build_table(df, cfg, problems=problems)  # its warnings: notes (warnings_as_notes, in the command)
+    if not any(c.mean is not None and math.isfinite(c.mean) for r in built.rows for c in r.cells.values()):
         raise ValueError(f"nothing to show: no values for benchmark(s) {', '.join(cfg.benchmarks)}; the input's: "
                          f"{', '.join(map(str, pd.unique(df['benchmark'])))}")
     for n in built.notes:
@@ -189,7 +185,8 @@ def table(
     intervals and power, as in sweep report (differences and p-values in --format csv).
     """
     try:
-        text = table_text(inputs, lm, options, format)
+        with warnings_as_notes():  # a warning of the reading or the statistics: a note line, never Python's print
+            text = table_text(inputs, lm, options, format)
     except (ValueError, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -34,6 +34,10 @@ def print_trials(console: Console, spec: SweepSpec) -> None:
     console.print(f"resources per trial: {r.cpus:g} CPU, {r.gpus:g} GPU; max concurrent: {spec.max_concurrent}; "
                   f"total ask at full concurrency: {r.cpus * spec.max_concurrent:g} CPU, {r.gpus * spec.max_concurrent:g} GPU; "
                   f"retries per trial: {spec.max_failures}")
+    for typed, reached in spec.override_reach:  # every trial-config override, and whom it reaches
+        whom = f"all {len(spec.trials)} trials" if len(reached) == len(spec.trials) else (
+            f"{len(reached)} of {len(spec.trials)} trials ({', '.join(sorted({t.method for t in spec.trials if t.trial_id in reached}))})")
+        console.print(Text(f"override {typed}: {whom}"))
     if 0 < r.gpus < 1:  # packing (verl: the commands below cap each process's CUDA memory to the share)
         per_gpu = round(1 / r.gpus)
         console.print(f"packing: {per_gpu} trials share each GPU (resources.gpus {r.gpus:g}); "

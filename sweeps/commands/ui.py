@@ -2,6 +2,7 @@
 
     sweep ui                                  # MLflow UI for runs/mlflow.db (Ctrl-C to stop)
     sweep ui dhpo_vs_baselines --open         # ... and the sweep's curves page, grouped by method
+    sweep ui dhpo_vs_baselines --smoke        # the smoke sweep's pages: dhpo_vs_baselines_smoke
     sweep ui dhpo_vs_baselines --tracking-uri http://mlflow:5000    # a server: its pages, nothing started
 
 The pages and the server: sweeps/ui_server.py.
@@ -14,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from sweeps.commands.options import StoreOptions, fail, grouped
+from sweeps.commands.spec_input import smoke_name
 
 
 @grouped
@@ -22,6 +24,7 @@ def ui(
     store: StoreOptions = StoreOptions(),
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the curves page in a web browser once the server answers.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep (sweep run --smoke): SWEEP_smoke.")] = False,
 ) -> None:
     """Start the MLflow UI on 127.0.0.1 for the sweep store (Ctrl-C to stop); an http store's own pages.
 
@@ -37,6 +40,9 @@ def ui(
     from tracking_store.client import StoreMissing, require_store
     from tracking_store.uri import is_server, mask_uri, resolve_uri
 
+    if smoke and not sweep:
+        raise typer.BadParameter("--smoke: give SWEEP (its pages are SWEEP_smoke's)")
+    sweep = smoke_name(sweep) if smoke else sweep
     uri = resolve_uri(store.tracking_uri, store.run_dir)
     server = uri.rstrip("/") if is_server(uri) else f"http://127.0.0.1:{port}"
     try:

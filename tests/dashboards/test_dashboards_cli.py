@@ -107,6 +107,63 @@ def test_report_command_on_a_store(app, known_store, tmp_path):
     assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
 
 
+def test_a_warning_reaches_the_console_as_one_note_line_never_as_pythons_print(known_store, tmp_path):
+    """A warning inside `sweep report` or `sweep table` (here: a --benchmarks column with no values) is one
+    `note:` line on stderr, not Python's `file:line: UserWarning: ...` and its source line; run as a user runs
+    them, outside pytest (which records warnings itself)."""
+    (tmp_path / "ok.csv").write_text("model,method,benchmark,value\nm,A,gsm8k,0.5\nm,B,gsm8k,0.6\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env.update(PYTHONPATH=str(REPO), MLFLOW_TRACKING_URI="")
+    for args in (["report", known_store.sweep, "--tracking-uri", known_store.uri, "--out", str(tmp_path / "rep"),
+                  "--no-log", "--formats", "md", "--benchmarks", "easy,bogus"],
+                 ["table", str(tmp_path / "ok.csv"), "--benchmarks", "gsm8k,bogus"]):
+        done = subprocess.run([sys.executable, "-m", "sweeps.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "note: TableConfig.benchmarks: no values for ['bogus']; shown as '—'" in done.stderr.splitlines()
+        assert not re.search(r"Warning\b|warnings\.warn|\.py:\d+", done.stderr), done.stderr
+
+
+REPORT_FOLDER_UNSEEN = {  # documented files the known store's report cannot have, and where they are written
+    "figures/dynamics.*": "one model's names: the known store has two (m-small, m-large)",
+    "figures/benchmarks.*": "the same",
+    "figures/clipfrac.*": "the same",
+    "figures/grid_heatmap.*": "methods of one family sharing configurations: tests/dashboards/test_grid_stats.py",
+}
+
+
+def documented_report_files() -> dict[str, re.Pattern]:
+    """The paths docs/reports.md's table of the report folder names (`file.ext`, `figures/name.*`, a hidden folder
+    `.name/` for all it holds), each as the pattern of the files it stands for (`*`: a format, `<model>`: a model);
+    a bare `figures/` names none."""
+    text = (REPO / "docs" / "reports.md").read_text(encoding="utf-8")
+    section = text[text.index("## The report folder"):]
+    rows = [ln for ln in section[:section.index("\n\n", section.index("| file |"))].splitlines() if ln.startswith("| `")]
+    names = [t for row in rows for t in re.findall(r"`([^`\s]+)`", row)
+             if re.fullmatch(r"\.[a-z_]+/|[a-z_]+\.[a-z*]+|figures/[^/]+", t)]
+    return {n: re.compile(re.escape(n).replace(r"\*", "[a-z]+").replace("<model>", "[^/]+") + (".*" if n.endswith("/") else ""))
+            for n in names}
+
+
+def test_the_documented_report_folder_is_what_sweep_report_writes(known_store, tmp_path):
+    """Every file `sweep report` writes (every format, as a user runs it: a process of its own) is in the docs'
+    table of the report folder, and every file there is written (but those REPORT_FOLDER_UNSEEN says why not)."""
+    documented = documented_report_files()
+    assert {"table.md", "aggregates.md", "report.html", "figures/aggregates.*", "figures/profiles.*"} <= set(documented)
+    out = tmp_path / "rep"
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
+    env.update(PYTHONPATH=str(REPO), MLFLOW_TRACKING_URI="")
+    done = subprocess.run([sys.executable, "-m", "sweeps.cli", "report", known_store.sweep, "--tracking-uri",
+                           known_store.uri, "--out", str(out), "--no-log", "--formats", "html,md,latex,csv,png,pdf,svg"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    undocumented = [w for w in written if not any(d.fullmatch(w) for d in documented.values())]
+    assert not undocumented, f"docs/reports.md's table of the report folder lacks {undocumented}"
+    unwritten = [n for n, d in documented.items() if n not in REPORT_FOLDER_UNSEEN and not any(map(d.fullmatch, written))]
+    assert not unwritten, f"docs/reports.md names {unwritten}, which sweep report did not write: {written}"
+
+
 REPORT_WITHOUT_MLFLOW = """
 import sys
 from typer.testing import CliRunner

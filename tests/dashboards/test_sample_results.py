@@ -174,6 +174,31 @@ def test_per_seed_files_rough_edges(tmp_path):
     assert r.exit_code == 2 and "--metric: for lm-eval input only" in r.stderr
 
 
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity", "1e999"])
+def test_a_per_seed_value_that_is_no_finite_number_is_an_error_naming_its_row(tmp_path, value):
+    """inf (or a number too large for a float) is no value to show: exit 2 naming the file, the column and the row,
+    with two rows as with one (no note about the scale, no table of dashes)."""
+    for rows in (f"m,A,gsm8k,0.5\nm,B,gsm8k,{value}\n", f"m,B,gsm8k,{value}\n"):
+        (tmp_path / "inf.csv").write_text("model,method,benchmark,value\n" + rows)
+        r = sweep_table(tmp_path / "inf.csv")
+        row = "row 2 (line 3)" if rows.count("\n") == 2 else "row 1 (line 2)"
+        assert r.exit_code == 2 and r.stdout == "", r.output
+        assert r.stderr.strip().splitlines() == [f"error: {tmp_path / 'inf.csv'}: column 'value', {row}: "
+                                                 f"{'-inf' if value.startswith('-') else 'inf'} is not a finite number"]
+    pd.DataFrame({"model": ["m"], "method": ["B"], "benchmark": ["gsm8k"], "value": [float(value)]}).to_parquet(
+        tmp_path / "inf.parquet")
+    r = sweep_table(tmp_path / "inf.parquet")
+    assert r.exit_code == 2 and "column 'value', row 1: " in r.stderr and "is not a finite number" in r.stderr
+
+
+def test_a_per_seed_file_of_one_row_is_a_table_of_one_cell(tmp_path):
+    (tmp_path / "one.csv").write_text("model,method,benchmark,value\nm,A,gsm8k,0.5\n")
+    r = sweep_table(tmp_path / "one.csv")
+    assert r.exit_code == 0, r.output
+    assert "| A | **50.0** | **50.0** |" in r.stdout
+    assert r.stderr.strip().splitlines() == ["note: every value is in [0, 1]: shown x100 (--scale sets it)"]
+
+
 # --------------------------------------------------------------------------- lm-eval sample logs
 
 def _lm_eval_line(doc_id: int, value: float, filter_: str = "none", metric: str = "exact_match") -> str:

@@ -194,8 +194,9 @@ def sweep_command(spec: Path, run_dir: Path, ray_dir: Path) -> list[str]:
 
 
 def subprocess_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()  # no leaks from this process or the caller's MLflow
-           if not k.startswith(("RAY_", "PYTEST_")) and k != "MLFLOW_TRACKING_URI"}
+    env = {k: v for k, v in os.environ.items()  # no leaks from this process or the caller's MLflow, and the
+           if not k.startswith(("RAY_", "PYTEST_")) and k not in (  # kernel settings a user's shell does not have
+               "MLFLOW_TRACKING_URI", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

@@ -4,6 +4,7 @@ module per subcommand, small command functions, a dispatcher that defines none."
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Optional
@@ -96,3 +97,29 @@ def test_every_command_module_is_small_and_the_dispatcher_defines_no_command():
         lines = command.end_lineno - command.lineno + 1
         assert params <= MAX_PARAMS and lines <= MAX_LINES, f"sweep {name}: {params} parameters, {lines} lines"
     assert [f.name for f in _functions(REPO / "sweeps" / "cli.py")] == ["main"]
+
+
+def _walk(command, path: tuple[str, ...] = ()):
+    """(the words that reach it, command) for the app and every command under it."""
+    yield path, command
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield from _walk(sub, (*path, name))
+
+
+def test_every_boolean_flag_shows_as_a_plain_flag_in_every_help():
+    """A flag takes no value: its --help row shows no type (typer's own is `--dry-run <bool>`), in every command
+    and in the app's own help (--help, --install-completion)."""
+    from sweeps.cli import app
+
+    walked = list(_walk(typer.main.get_command(app)))
+    assert {" ".join(path) for path, _ in walked} >= {"", "run", "resume", "status", "ui", "report", "table", "eval"}
+    for path, command in walked:
+        text = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
+        assert not re.search(r"[<\[{(]bool[>\]})]", text, re.I), (path, text)
+        flags = [p for p in command.params if getattr(p, "is_flag", False)] + [None]  # None: --help
+        for flag in flags:
+            names = flag.opts + flag.secondary_opts if flag else ["--help"]
+            row = next((ln for ln in text.splitlines() if names[0] in ln.split()), None)
+            assert row is not None, (path, names)
+            rest = [t for t in row.replace("│", " ").split() if t not in names]  # after its names: its help
+            assert rest and not rest[0].startswith(("<", "[", "{")), (path, row)

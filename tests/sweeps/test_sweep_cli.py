@@ -136,6 +136,34 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
     assert list(empty_cwd.iterdir()) == []
 
 
+def test_smoke_run_says_its_sweep_name_and_how_to_look_at_it(empty_cwd):
+    """--smoke renames the sweep NAME_smoke: said when it starts (a dry run too) and again when it ends, with
+    the commands that show it; the read commands take --smoke for that name."""
+    import sys
+    from types import SimpleNamespace
+
+    dry = flat(invoke("run", "dhpo_vs_baselines", "--smoke", "--dry-run").output)
+    assert "note: --smoke: this sweep is named dhpo_vs_baselines_smoke" in dry
+    assert "sweep status dhpo_vs_baselines_smoke (or sweep status dhpo_vs_baselines --smoke" in dry
+    assert "note: --smoke" not in invoke("run", "dhpo_vs_baselines", "--dry-run").output
+    runner = sys.modules["sweeps.runner"]  # empty_cwd's stub: a finished sweep, nothing run
+    runner.RunOptions = lambda **options: SimpleNamespace(**options)
+    runner.run_sweep = lambda spec, options: SimpleNamespace(
+        statuses={t.trial_id: "FINISHED" for t in spec.trials}, seconds=3.0, tracking_uri="sqlite:///m.db",
+        parent_run_id="p1")
+    done = invoke("run", "dhpo_vs_baselines", "--smoke", "--no-report", "--no-progress")
+    assert done.exit_code == 0, done.output
+    last = done.output.strip().splitlines()[-1]
+    assert last == ("smoke sweep dhpo_vs_baselines_smoke: sweep status dhpo_vs_baselines_smoke | sweep report "
+                    "dhpo_vs_baselines_smoke | sweep ui dhpo_vs_baselines_smoke --open"), done.output
+    from tracking_store.client import open_client
+
+    open_client(f"sqlite:///{empty_cwd / 'runs' / 'mlflow.db'}").create_experiment("other")
+    for command in ("status", "report", "ui"):  # NAME --smoke (no spec of that name) is the sweep NAME_smoke
+        looked = flat(invoke(command, "my_sweep", "--smoke").output)
+        assert "sweep 'my_sweep_smoke'" in looked and "spec file not found" not in looked, (command, looked)
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
     spec = load_user_spec(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
@@ -172,6 +200,26 @@ def test_error_message_is_printed_verbatim(empty_cwd):
     assert result.exit_code == 2
     assert str(empty_cwd / ("d" * 90 + ".jsonl")) in result.output
     assert "variants[0]" in result.output
+
+
+@pytest.mark.parametrize("target", ["models/qwen3-base", "qwen3-base", "model.safetensors"])
+def test_eval_of_a_missing_path_without_a_store_names_the_path_not_the_store(target, empty_cwd):
+    """No MLflow store yet: a TARGET that is no directory is said as such (the path, what sweep eval takes), not
+    as 'no MLflow store'; a sweep spec still needs the store. Nothing is created."""
+    if target.endswith(".safetensors"):
+        (empty_cwd / target).write_bytes(b"")
+    result = invoke("eval", target)
+    out = flat(result.output)
+    assert result.exit_code == 2, out
+    assert out.startswith(f"error: {target}: ") and not out.startswith("error: no MLflow store"), out
+    assert "sweep eval TARGET takes a checkpoint directory" in out and "a sweep spec" in out
+    if target.endswith(".safetensors"):
+        assert "a file, not a checkpoint directory" in out
+    else:
+        assert f"no such checkpoint directory ({empty_cwd / target} does not exist)" in out
+    spec = flat(invoke("eval", "dhpo_vs_baselines").output)
+    assert spec.startswith("error: no MLflow store at") and str(empty_cwd / "runs" / "mlflow.db") in spec
+    assert sorted(p.name for p in empty_cwd.iterdir()) == ([target] if target.endswith(".safetensors") else [])
 
 
 def test_ls_objectives_lists_the_registry():

@@ -1,5 +1,6 @@
 """Fast tests of the sweep driver's parts, no Ray cluster: what Tune pickles, signals, atomic step
-logging on a real sqlite store, the one-writer lock, resource and temp-dir checks, the live table.
+logging on a real sqlite store, the one-writer lock, resource and temp-dir checks (the TMPDIR of the processes the
+product starts: a local Ray node's, `sweep ui`'s server's), the live table.
 """
 
 from __future__ import annotations
@@ -219,6 +220,57 @@ def test_ray_temp_dir_too_long_for_unix_sockets_is_a_clear_error(tmp_path):
     long_dir = Path("/" + "d" * MAX_RAY_TEMP_CHARS)
     with pytest.raises(SpecError, match="--ray-temp-dir"):
         local_temp_dir(tmp_path, long_dir)
+
+
+@pytest.mark.parametrize("tmpdir_set", [False, True])
+def test_a_local_rays_processes_keep_their_temporary_files_in_its_temp_dir(tmp_path, monkeypatch, tmpdir_set):
+    """The local node's processes (ray.init's subprocesses, the trial workers) start with TMPDIR under the Ray
+    temp dir, not /tmp, unless TMPDIR is set (kept); this process's own TMPDIR is as it was afterwards."""
+    import ray
+
+    from sweeps import ray_cluster
+
+    seen = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: seen.append(os.environ.get("TMPDIR")))
+    monkeypatch.setattr(ray_cluster, "enable_local_token_auth", lambda: None)
+    monkeypatch.setattr(ray_cluster, "warn_if_metrics_exporters", lambda: None)
+    if tmpdir_set:
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+    else:
+        monkeypatch.delenv("TMPDIR", raising=False)
+    temp = short_ray_dir()
+    ray_cluster.init_ray(address=None, run_dir=tmp_path, temp_dir=temp, num_cpus=1)
+    assert seen == [str(tmp_path) if tmpdir_set else str(temp.resolve() / "tmp")]
+    assert os.environ.get("TMPDIR") == (str(tmp_path) if tmpdir_set else None)
+    assert tmpdir_set or (temp / "tmp").is_dir()
+
+
+@pytest.mark.parametrize("tmpdir_set", [False, True])
+def test_the_ui_server_keeps_its_temporary_files_in_the_run_dir(tmp_path, monkeypatch, tmpdir_set):
+    """The mlflow server sweep ui starts gets TMPDIR=<run dir>/.cache/tmp (MLflow's store-init lock, uploads),
+    not /tmp, unless TMPDIR is set (kept)."""
+    from sweeps import ui_server
+
+    seen = {}
+
+    class Started(Exception):
+        pass
+
+    def popen(cmd, env, **kwargs):
+        seen.update(env)
+        raise Started
+
+    monkeypatch.setattr(ui_server.subprocess, "Popen", popen)
+    if tmpdir_set:
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+    else:
+        monkeypatch.delenv("TMPDIR", raising=False)
+    with pytest.raises(Started):
+        ui_server.serve(f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}", tmp_path / "runs", 5999, {}, False)
+    own = (tmp_path / "runs" / ".cache" / "tmp").resolve()
+    assert seen["TMPDIR"] == (str(tmp_path) if tmpdir_set else str(own))
+    assert own.is_dir() is not tmpdir_set
 
 
 def test_checkpoint_candidates_newest_first_and_not_past_the_recorded_step(tmp_path):

@@ -63,6 +63,12 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
         assert run.info.status == "FINISHED"
         assert run.data.tags["method"] == ("DHPO-E" if tid.startswith("dhpo") else "GRPO")
         assert run.data.params["trainer.steps"] == "6"
+        numerics = {k: v for k, v in run.data.tags.items() if k.startswith("provenance.numerics")}
+        assert numerics == {  # the default mode, applied in the trial's own process (its worker's environment)
+            "provenance.numerics": "reproducible", "provenance.numerics.aten": "AVX2",
+            "provenance.numerics.mkl": "COMPATIBLE", "provenance.numerics.onednn": "off",
+            "provenance.numerics.threads": "1",
+            "provenance.numerics.env": "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2"}, tid
         for key in ("actor/entropy", "response_length/mean"):
             assert steps_of(client, run.info.run_id, key) == [1, 2, 3, 4, 5, 6], (tid, key)
         stamps = [m.timestamp for m in sorted(client.get_metric_history(run.info.run_id, "actor/entropy"),

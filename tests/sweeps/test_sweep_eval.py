@@ -63,6 +63,11 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     parent = client.search_runs([client.get_experiment_by_name("evalsweep").experiment_id], "tags.role = 'parent'")[0]
     assert json.loads(parent.data.tags["provenance.ray_cluster"])["nodes"] == 1  # provenance of the sweep
     assert sorted(runs) == ["grpo.s0", "gspo.s0"]
+    for r in runs.values():  # the default numeric mode held in each trial's process, started by `sweep run` alone
+        tags = r.data.tags
+        assert (tags["provenance.numerics"], tags["provenance.numerics.mkl"], tags["provenance.numerics.onednn"],
+                tags["provenance.numerics.env"]) == (
+            "reproducible", "COMPATIBLE", "off", "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2")
     for tid, r in runs.items():
         m, rid = r.data.metrics, r.info.run_id
         assert steps_of(client, rid, "eval/easy/avg_at_k") == [0, STEPS]  # the base (step 0) and the final checkpoint
@@ -123,6 +128,7 @@ def test_eval_section_then_sweep_eval_of_a_sweep_a_trial_and_a_checkpoint(tmp_pa
     # A trial id with another protocol (greedy, another benchmark): logged into that trial's run.
     one = sweep(cwd, "eval", "gspo.s0", "--benchmarks", "medium", "--greedy", "--max-new-tokens", "24")
     assert one.returncode == 0, one.stderr
+    assert "numerics: reproducible (aten AVX2, mkl COMPATIBLE, onednn off" in one.stdout  # the trial's mode
     m = children(client, "evalsweep")["gspo.s0"].data.metrics
     assert m["eval/medium/k"] == 1 and 0.0 <= m["eval/medium/avg_at_k"] <= 1.0
     assert steps_of(client, runs["gspo.s0"].info.run_id, "eval/medium/avg_at_k") == [STEPS]

@@ -84,7 +84,7 @@ def test_a_mapping_value_is_merged_as_in_hydra(tmp_path, empty_cwd):
     ("~base.trainer.nonexistent", ["base.trainer.nonexistent: unknown key", "expected one of", "'lr'"]),
     ("~base.trainr.lr", ["base.trainr: unknown key (did you mean 'base.trainer'?)"]),
     ("~base.trainer.lr=5e-4", ["base.trainer.lr: not deleted: its value is 0.0001, not 0.0005"]),
-    ("~base.algorithm.params.eps_low", ["base.algorithm.params.eps_low: cannot delete it: it has no value"]),
+    ("~base.algorithm.params.eps_low", ["base.algorithm.params.eps_low: variants[0] sets clip.low (= algorithm.params.eps_low) itself"]),
     ("~max_trials", ["max_trials: cannot delete it: it has no value"]),
     ("seedz=[0]", ["seedz: unknown key (did you mean 'seeds'?)"]),
     ("seeds=0,1", ["seeds: expected one value, got a Hydra sweep (0,1)", "[a,b]"]),
@@ -155,15 +155,15 @@ def test_cli_forms_reach_the_trials(empty_cwd):
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["+trainer.lr=1"], ["+base.trainer.lr=1", "base.trainer.lr already exists; use base.trainer.lr=... or ++base.trainer.lr=..."]),
-    (["trainer.lrr=1"], ["base.trainer.lrr: unknown key (did you mean 'base.trainer.lr'?)"]),
-    (["++trainer.lrr=1"], ["base.trainer.lrr: unknown key (did you mean 'base.trainer.lr'?)"]),
-    (["~trainer.nonexistent"], ["~base.trainer.nonexistent", "base.trainer.nonexistent: unknown key"]),
-    (["trainer.lr=3e-4", "~trainer.lr=1e-3"], ["base.trainer.lr: not deleted: its value is 0.0003, not 0.001"]),
+    (["+trainer.lr=1"], ["+trainer.lr=1", "trainer.lr already exists; use trainer.lr=... or ++trainer.lr=..."]),
+    (["trainer.lrr=1"], ["trainer.lrr: unknown key (did you mean 'trainer.lr'?)"]),
+    (["++trainer.lrr=1"], ["trainer.lrr: unknown key (did you mean 'trainer.lr'?)"]),
+    (["~trainer.nonexistent"], ["~trainer.nonexistent", "trainer.nonexistent: unknown key"]),
+    (["trainer.lr=3e-4", "~trainer.lr=1e-3"], ["trainer.lr: not deleted: its value is 0.0003, not 0.001"]),
     (["+seeds=[0]"], ["seeds already exists; use seeds=... or ++seeds=..."]),
-    (["trainer.steps=1,2"], ["base.trainer.steps: expected one value, got a Hydra sweep"]),
-    (["model.name=${oc.env:HOME}"], ["base.model.name", "not allowed"]),
-    (["trainer.grad_clip=inf"], ["base.trainer.grad_clip: expected a finite number, got inf"]),
+    (["trainer.steps=1,2"], ["trainer.steps: expected one value, got a Hydra sweep"]),
+    (["model.name=${oc.env:HOME}"], ["model.name", "not allowed"]),
+    (["trainer.grad_clip=inf"], ["trainer.grad_clip: expected a finite number, got inf"]),
 ])
 def test_cli_bad_overrides_exit_2_naming_the_key(args, needles, empty_cwd):
     code, out = dry_run(*args)

@@ -105,7 +105,7 @@ def test_cli_refuses_an_environment_interpolation(empty_cwd):
     result = CliRunner().invoke(app, ["run", "dhpo_vs_baselines", "model.name=${oc.env:HOME}", "--dry-run"])
     assert result.exit_code == 2, result.output
     out = " ".join(result.output.split())
-    assert "base.model.name" in out and "${oc.env:HOME}" in out and "not allowed" in out
+    assert "override 'model.name=" in out and ": model.name" in out and "${oc.env:HOME}" in out and "not allowed" in out
 
 
 @pytest.mark.parametrize("override", ["base.model=qwen3_0.6b_local", "model=qwen3_0.6b_local"])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from contract.metrics import REWARD, VAL
 from trainers.config import ConfigError, load_trial_config, split_args
-from trainers.local.trainer import train
+from trainers.local.numerics import set_kernel_env
 
 SMOKE_OVERRIDES = ["trainer.steps=3", "trainer.eval_every=3", "data.eval_size=8", "trainer.eval_k=1",
                    "trainer.prompts_per_step=4", "trainer.group_size=4"]
@@ -40,6 +40,9 @@ def main(argv: list[str]) -> int:
     except (ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    set_kernel_env(cfg.local.numerics)  # before torch loads: its kernels are chosen at its first operation
+    from trainers.local.trainer import train
+
     final = train(cfg, lambda step, metrics, ckpt: None, resume_from=ns.resume, workdir=ns.workdir)
     print(json.dumps({k: round(v, 4) for k, v in final.items() if k.startswith((VAL, REWARD))}, indent=1))
     return 0

@@ -1,11 +1,13 @@
 """The ``local:`` section of a trial config: settings only the built-in trainer reads.
 
-The tiny Qwen3's sizes (used when ``model.path`` is None), the device and dtype, torch threads and
-the supervised warm start that builds the base policy. Other backends ignore this section.
+The tiny Qwen3's sizes (used when ``model.path`` is None), the device and dtype, torch threads, the
+numeric mode (trainers/local/numerics.py) and the supervised warm start that builds the base policy.
+Other backends ignore this section.
 
     local:
       hidden_size: 64
       threads: 1
+      numerics: reproducible             # or native
       warm_start: {steps: 2000, lr: 3.0e-3}
 """
 
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from contract.errors import require
 
 
+NUMERIC_MODES = ("reproducible", "native")
+"""Values of local.numerics (trainers/local/numerics.py)."""
 TOKENIZERS = ("char", "char_tags")
 """Values of local.tokenizer: one token per character, or that plus the response tags as single tokens."""
 
@@ -55,6 +59,9 @@ class LocalConfig:
     """Parameter dtype: 'float32' or 'bfloat16' (bf16 is meant for GPUs)."""
     threads: int = 1
     """torch CPU threads (fixed so results are reproducible)."""
+    numerics: str = "reproducible"
+    """'reproducible': the same bytes on any x86-64 CPU with AVX2 (AVX2 kernels, MKL's COMPATIBLE branch, no
+    oneDNN: trainers/local/numerics.py); 'native': the CPU's own, fastest kernels."""
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     """The supervised warm start that builds the base policy (cached)."""
 
@@ -72,6 +79,7 @@ def validate_local_section(cfg, source: str) -> None:
     require(m.tokenizer in TOKENIZERS, source, "local.tokenizer", " or ".join(map(repr, TOKENIZERS)), m.tokenizer)
     require(m.dtype in ("float32", "bfloat16"), source, "local.dtype", "'float32' or 'bfloat16'", m.dtype)
     require(m.threads >= 1, source, "local.threads", "an integer >= 1", m.threads)
+    require(m.numerics in NUMERIC_MODES, source, "local.numerics", " or ".join(map(repr, NUMERIC_MODES)), m.numerics)
     for name in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):
         require(getattr(m, name) >= 1, source, f"local.{name}", "an integer >= 1", getattr(m, name))
     require(m.hidden_size % m.num_heads == 0 and m.num_heads % m.num_kv_heads == 0, source, "local.num_heads",

@@ -41,6 +41,7 @@ from trainers.config import TrialConfig
 from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
 from trainers.local.data import load_data, load_selection
+from trainers.local.numerics import apply_numerics
 from trainers.local.optimizer import WarmupAdamW
 from trainers.local.warmstart import ensure_base_checkpoint
 from trainers.objectives import OBJECTIVES, PolicyBatch
@@ -110,6 +111,7 @@ class LocalTrainer:
 
     def __init__(self, cfg: TrialConfig, log=print):
         self.cfg, self.log = cfg, log
+        self.numerics = apply_numerics(cfg.local)  # NumericsError when the mode does not hold in this process
         torch.set_num_threads(cfg.local.threads)
         torch.manual_seed(cfg.seed)
         self.train_problems, self.benchmarks = load_data(cfg)

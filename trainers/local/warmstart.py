@@ -27,6 +27,7 @@ from trainers.config import TrialConfig, load_trial_config
 from policy.model import resolve_device
 from policy.rollout import left_pad
 from trainers.local.model import build_char_tokenizer, build_tiny_model
+from trainers.local.numerics import apply_numerics
 
 FORMAT_VERSION = 2  # bump when the warm-start procedure changes
 BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for every trial
@@ -40,6 +41,8 @@ def base_key(cfg: TrialConfig) -> str:
         "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "device", "dtype")}}
     if local.tokenizer != "char":  # added later: the default is left out, so older bases stay valid
         model["tokenizer"] = local.tokenizer
+    if local.numerics != "native":  # added later: a base built with the CPU's own kernels keeps its key
+        model["numerics"] = local.numerics
     warm = {k: v for k, v in local.warm_start.__dict__.items() if k != "cache_dir"}
     data = {k: cfg.data.__dict__[k] for k in ("train_size", "seed", "train_file")}
     if cfg.data.train_file:
@@ -118,6 +121,7 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
         started = time.time()
         log(f"building base policy {key} ({cfg.local.warm_start.steps} warm-start steps) ...")
         device = resolve_device(cfg.local.device)
+        apply_numerics(cfg.local)  # NumericsError when the mode does not hold in this process
         # The base is a function of its config only: the warm start's float sums depend on torch's
         # thread count, so it runs on local.threads whoever calls (a trainer, `sweep eval`, a test).
         caller_threads = torch.get_num_threads()
@@ -139,14 +143,32 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
         tmp = root / f"{key}.tmp"
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "READY").write_text(json.dumps({"key": key, "seconds": round(time.time() - started, 1)}))
+        (tmp / "READY").write_text(json.dumps({"key": key, "seconds": round(time.time() - started, 1),
+                                               "sha1": weights_sha1(tmp), "numerics": cfg.local.numerics}))
         if target.exists():  # a half-written directory from a killed builder
             import shutil
 
             shutil.rmtree(target)
         tmp.rename(target)
-        log(f"base policy {key} ready in {time.time() - started:.1f}s at {target}")
+        log(f"base policy {key} ready in {time.time() - started:.1f}s at {target} "
+            f"(weights sha1 {weights_sha1(target)[:8]}, local.numerics: {cfg.local.numerics})")
         return target
+
+
+def base_fingerprint(cfg: TrialConfig) -> str | None:
+    """The backend hook: one line naming the base policy of ``cfg`` by its weights' sha1 (None if not built)."""
+    target = Path(cfg.local.warm_start.cache_dir).resolve() / base_key(cfg)
+    if not (target / "READY").exists():
+        return None
+    return f"base policy {target.name}: weights sha1 {weights_sha1(target)[:8]} (local.numerics: {cfg.local.numerics})"
+
+
+def weights_sha1(model_dir: Path) -> str:
+    """sha1 of a base policy's weights (its *.safetensors files, in name order): equal bytes, equal base."""
+    digest = hashlib.sha1()
+    for path in sorted(Path(model_dir).glob("*.safetensors")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 if __name__ == "__main__":

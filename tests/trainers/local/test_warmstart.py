@@ -11,10 +11,13 @@ from trainers.local.model import RESPONSE_TAGS, build_char_tokenizer
 from trainers.local.warmstart import base_key
 
 
-def test_default_base_key_is_unchanged_by_the_tokenizer_option():
-    # Bases cached before local.tokenizer existed stay valid: the default is not hashed.
-    assert base_key(load_trial_config(None, [])) == "dd4cc49ab7df5f3d"
-    assert base_key(load_trial_config(None, ["local.tokenizer=char_tags"])) != "dd4cc49ab7df5f3d"
+def test_native_base_key_is_unchanged_by_the_tokenizer_and_numerics_options():
+    # Bases cached before local.tokenizer and local.numerics existed (native kernels) stay valid: their
+    # defaults are not hashed; the reproducible mode (the default) builds its own base.
+    native = ["local.numerics=native"]
+    assert base_key(load_trial_config(None, native)) == "dd4cc49ab7df5f3d"
+    assert base_key(load_trial_config(None, [*native, "local.tokenizer=char_tags"])) != "dd4cc49ab7df5f3d"
+    assert base_key(load_trial_config(None, [])) != "dd4cc49ab7df5f3d"
 
 
 def test_tokenizer_option_is_validated():
