@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,10 @@ def prepare_environment(run_dir: Path) -> None:
     # torch's compile caches default to $TMPDIR/torchinductor_$USER (made when torch looks there)
     TORCHINDUCTOR_CACHE_DIR.set_default(cache("torchinductor").resolve())
     TRITON_CACHE_DIR.set_default(cache("triton").resolve())
+    if not TMPDIR.is_set():  # the driver's own temporary files (a library's tempfile use at import: wandb)
+        cache("tmp").mkdir(parents=True, exist_ok=True)
+        TMPDIR.set(cache("tmp").resolve())
+        tempfile.tempdir = None  # tempfile reads TMPDIR again at its next use
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ benchmarks/ measures speed, tests do not)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +96,48 @@ def test_sweep_scale_smoke_runs_both_drivers_and_every_step_reaches_the_store(tm
     assert figures["raw"]["rows"] > 8 * 10 * 11  # Tune's own fields besides the trial's
     assert figures["sweep"]["status_s"] > 0 and figures["sweep"]["report_s"] > 0
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_report(tmp_path):
+    """benchmarks/chaos.py --smoke: 20 synthetic trials on a 2-node `ray start` cluster and `mlflow server` on
+    PostgreSQL, through crashes, a killed worker, a lost node, two killed drivers and a server outage."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or not (shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))):
+        pytest.skip("PostgreSQL's initdb or root (to run it as the postgres user) missing; scripts/setup.sh installs it")
+    workdir = REPO / ".rt" / f"chaos-{os.getpid()}"  # short: Ray's temp dir and its Unix sockets go under it
+    figures_file = tmp_path / "chaos.json"
+    try:
+        out = _run("benchmarks/chaos.py", "--smoke", "--workdir", str(workdir), "--json", str(figures_file),
+                   timeout=1400)
+        assert not workdir.exists()  # removed once every check passed
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert "all checks passed: yes" in out, out[-3000:]
+    figures = json.loads(figures_file.read_text())
+    assert all(figures["checks"].values()), figures["checks"]
+    kinds = ("trial crash", "worker SIGKILL", "node lost + back", "driver SIGKILL", "tracking outage")
+    assert all(figures["injected"][kind] > 0 for kind in kinds), figures["injected"]
+    assert figures["survived"] == figures["injected"] and figures["injected"]["driver SIGKILL"] == 2
+    assert figures["injected"]["trial crash"] == figures["planned_crashes"]
+    # 20 trials x (20 steps x 11 metrics + trial/step at steps 0-20 + 5 evaluations x 4 val keys), each once
+    assert figures["rows"]["rows"] == 20 * (20 * 11 + 21 + 5 * 4)
+    assert figures["rows"]["duplicates"] == figures["rows"]["missing"] == figures["rows"]["extra"] == 0
+    assert set(figures["report_files"]) >= {"table.md", "table.csv"} and figures["report_differing"] == []
+
+
+@pytest.mark.timeout(600)
+def test_numerics_smoke_prints_each_mode_beside_native_and_the_same_bytes_twice():
+    workdir = REPO / ".rt" / f"numerics-{os.getpid()}"
+    try:
+        out = _run("benchmarks/numerics.py", "--smoke", "--workdir", str(workdir), timeout=500)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    rows = {line.split()[0]: line for line in out.splitlines() if " aten " in line}
+    assert set(rows) == {"native", "reproducible", "no-vector"}
+    assert "MKL COMPATIBLE, oneDNN off" in rows["reproducible"] and "MKL off, oneDNN on" in rows["native"]
+    assert "two reproducible processes, the same base bytes: yes" in out
+    assert "reproducible vs native base bytes: differ" in out

@@ -224,3 +224,33 @@ def test_an_outage_past_the_limit_ends_the_sweep_as_an_interruption_and_the_reru
     again = sweep(cwd, *args[:-2])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert_every_step_once(client, "past_limit", steps, trials=1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_driver_started_while_the_server_is_down_waits_for_it_as_for_an_outage(server):
+    """A driver (re)started during an outage (benchmarks/chaos.py: the driver killed and run again while the server
+    restarts) says the store is unreachable and goes on once it is back, instead of ending in MLflow's traceback."""
+    cwd = short_cwd()
+    spec = cwd / "started_in_outage.yaml"
+    spec.write_text("name: started_in_outage\n"
+                    "base: {backend: synthetic, synthetic: {step_seconds: 0.05}, trainer: {steps: 6, eval_every: 3}}\n"
+                    "seeds: [0]\nresources: {cpus: 0.5}\nvariants: [{algorithm: grpo}]\n")
+    server.stop()
+    log = cwd / "driver.log"
+    driver = start_sweep(cwd, log, "run", spec.name, "--tracking-uri", server.uri, "--no-progress", "--no-report",
+                         env=driver_env())
+    try:
+        wait_for(lambda: "unreachable since" in log.read_text() or driver.poll() is not None, timeout=120)
+        time.sleep(5)  # a few tries while it is down
+        server.start()
+        assert driver.wait(timeout=400) == 0, log.read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        if server.proc is None or server.proc.poll() is not None:
+            server.start()
+    said = log.read_text()
+    assert "unreachable since" in said and "reachable again after" in said, said[-3000:]
+    assert "Traceback" not in said and SECRET not in said
+    assert_every_step_once(server.client(), "started_in_outage", 6, trials=1)

@@ -348,3 +348,22 @@ def test_a_reported_key_outside_the_contract_is_dropped_with_one_warning(caplog)
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 2 and dropped == {"custom/thing", "reward/mean"}  # each key once, not per step
     assert any("'custom/thing'" in w and "actor/" in w for w in warned)
+
+
+@pytest.mark.parametrize("tmpdir_set", [False, True])
+def test_the_driver_keeps_its_own_temporary_files_in_the_run_dir(tmp_path, monkeypatch, tmpdir_set):
+    """`sweep run`'s own process (a library making temporary files at import: wandb) writes under
+    <run dir>/.cache/tmp, not /tmp, unless TMPDIR is set (kept)."""
+    import tempfile
+
+    from sweeps.ray_cluster import prepare_environment
+
+    if tmpdir_set:
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+    else:
+        monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    prepare_environment(tmp_path / "runs")
+    where = Path(tempfile.mkdtemp())
+    expected = tmp_path if tmpdir_set else (tmp_path / "runs" / ".cache" / "tmp").resolve()
+    assert where.parent == expected

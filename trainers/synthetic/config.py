@@ -5,6 +5,8 @@
       fail_at_step: 3        # raise an error at step 3 (a crash, which the sweep retries) ...
       fail_attempts: 1       # ... on the first attempt only (0: on every attempt)
       diverge_at_step: 0     # 0: never; N: a non-finite loss at step N (TrainingDiverged, no retry)
+      crash_fraction: 0.2    # besides: this share of trials crash at a random step (fail_attempts times) ...
+      crash_seed: 7          # ... trials and steps drawn from this seed, the trial's configuration and its seed
 
 Other backends ignore this section; a trial config leaves it out while it is at its defaults (its registry
 entry's ``section_omitted_at_defaults``), so the fingerprints of trial configs recorded before it existed are
@@ -30,6 +32,12 @@ class SyntheticConfig:
     """How many attempts of the trial fail at fail_at_step (0: every attempt)."""
     diverge_at_step: int = 0
     """0: never; N: a non-finite loss at step N (TrainingDiverged: the trial is FAILED, not retried)."""
+    crash_fraction: float = 0.0
+    """Share of trials (0..1) that crash at a random step, as fail_at_step does (fail_attempts attempts): which
+    trials and at which step in 1..trainer.steps is drawn from crash_seed, the trial's algorithm, params and seed
+    (benchmarks/chaos.py). A trial with fail_at_step set crashes there instead."""
+    crash_seed: int = 0
+    """Seed of crash_fraction's draws: another seed, other trials and steps."""
 
 
 def validate_synthetic_section(cfg, source: str) -> None:
@@ -37,7 +45,8 @@ def validate_synthetic_section(cfg, source: str) -> None:
     s = cfg.synthetic
     for name in ("step_seconds", "eval_seconds"):
         require(getattr(s, name) >= 0, source, f"synthetic.{name}", "a number >= 0", getattr(s, name))
-    for name in ("fail_at_step", "fail_attempts", "diverge_at_step"):
+    require(0.0 <= s.crash_fraction <= 1.0, source, "synthetic.crash_fraction", "a number in 0..1", s.crash_fraction)
+    for name in ("fail_at_step", "fail_attempts", "diverge_at_step", "crash_seed"):
         require(getattr(s, name) >= 0, source, f"synthetic.{name}", "an integer >= 0", getattr(s, name))
     steps = cfg.trainer.steps
     for name in ("fail_at_step", "diverge_at_step"):

@@ -41,11 +41,22 @@ def _noise(*parts: object) -> float:
     return random.Random("|".join(map(str, parts))).uniform(-1.0, 1.0)
 
 
+def crash_step(cfg: TrialConfig, key: str | None = None) -> int:
+    """The step a trial crashes at: ``synthetic.fail_at_step``, else, for ``crash_fraction`` of the trials, one
+    drawn from crash_seed, the configuration and the seed; 0: never."""
+    s = cfg.synthetic
+    if s.fail_at_step or not s.crash_fraction:
+        return s.fail_at_step
+    draw = random.Random(f"crash|{s.crash_seed}|{key or _config_key(cfg)}|{cfg.seed}")
+    return draw.randint(1, cfg.trainer.steps) if draw.random() < s.crash_fraction else 0
+
+
 class SyntheticRun:
     def __init__(self, cfg: TrialConfig, log):
         self.cfg, self.log, self.step = cfg, log, 0
         self.key = _config_key(cfg)
         self.strength = (zlib.crc32(self.key.encode()) % 1000) / 1000  # each configuration its own curve
+        self.crash_at = crash_step(cfg, self.key)
 
     def accuracy(self, benchmark: str, step: int) -> float:
         t = self.cfg.trainer
@@ -108,7 +119,7 @@ class SyntheticRun:
         s = self.cfg.synthetic
         if step == s.diverge_at_step:
             raise TrainingDiverged(step, "loss")
-        if step != s.fail_at_step:
+        if step != self.crash_at:
             return
         counter = Path(storage_dir) / FAILURES_FILE if storage_dir is not None else None
         failed = int(counter.read_text()) if counter is not None and counter.is_file() else 0
@@ -117,7 +128,8 @@ class SyntheticRun:
         if counter is not None:
             counter.parent.mkdir(parents=True, exist_ok=True)
             counter.write_text(str(failed + 1))
-        raise RuntimeError(f"synthetic failure at step {step} (synthetic.fail_at_step; attempt {failed + 1})")
+        why = "synthetic.fail_at_step" if s.fail_at_step else "synthetic.crash_fraction"
+        raise RuntimeError(f"synthetic failure at step {step} ({why}; attempt {failed + 1})")
 
 
 def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None, workdir: Path | None = None,

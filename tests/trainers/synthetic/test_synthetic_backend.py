@@ -14,7 +14,7 @@ from contract.errors import ConfigError
 from contract.metrics import MIX_WEIGHT, STEP_METRICS, VAL_AVG, selection_key, val_key
 from trainers.api import TrainingDiverged
 from trainers.config import TrialConfig
-from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, train
+from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, crash_step, train
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -82,10 +82,30 @@ def test_a_failure_happens_on_the_attempts_told_and_a_divergence_always(tmp_path
     assert (diverged.value.step, diverged.value.what) == (2, "loss")
 
 
+def test_crash_fraction_crashes_that_share_of_trials_once_each_at_steps_drawn_from_its_seed(tmp_path):
+    def trial(seed: int, **synthetic) -> TrialConfig:
+        return TrialConfig.from_dict({"backend": "synthetic", "seed": seed, "trainer": {"steps": 20},
+                                      "synthetic": {"crash_fraction": 0.3, "crash_seed": 7, **synthetic}})
+
+    steps = [crash_step(trial(seed)) for seed in range(400)]
+    assert 0.25 < sum(1 for s in steps if s) / len(steps) < 0.35 and all(0 <= s <= 20 for s in steps)
+    assert len({s for s in steps if s}) > 10  # steps spread over the trial
+    assert steps == [crash_step(trial(seed)) for seed in range(400)]  # the same draws again
+    assert steps != [crash_step(trial(seed, crash_seed=8)) for seed in range(400)]
+    assert crash_step(trial(0, fail_at_step=4)) == 4  # an explicit step wins
+    seed = next(i for i, s in enumerate(steps) if s)
+    with pytest.raises(RuntimeError, match=f"synthetic failure at step {steps[seed]} .synthetic.crash_fraction; attempt 1"):
+        collect(trial(seed), storage_dir=tmp_path)
+    assert collect(trial(seed), storage_dir=tmp_path)[-1][0] == 20  # the retry gets through (fail_attempts 1)
+    quiet = next(i for i, s in enumerate(steps) if not s)
+    assert collect(trial(quiet))[-1][0] == 20
+
+
 @pytest.mark.parametrize("section, message", [
     ({"step_seconds": -1}, "synthetic.step_seconds: expected a number >= 0"),
     ({"fail_at_step": 7}, "synthetic.fail_at_step: expected 0 (never) or a step in 1..trainer.steps = 6"),
     ({"diverge_at_step": -2}, "synthetic.diverge_at_step: expected an integer >= 0"),
+    ({"crash_fraction": 1.5}, "synthetic.crash_fraction: expected a number in 0..1"),
     ({"fail_after": 3}, "synthetic.fail_after: unknown key"),
 ])
 def test_bad_settings_are_refused_naming_the_key(section, message):
