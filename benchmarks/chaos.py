@@ -1,7 +1,7 @@
 """Chaos at scale: N synthetic trials on a 2-node Ray cluster and `mlflow server` on PostgreSQL, with faults injected.
 
     python benchmarks/chaos.py                        # 500 trials x 20 steps, a 60 s outage
-    python benchmarks/chaos.py --smoke                # 20 trials, a 5 s outage (~3-4 min)
+    python benchmarks/chaos.py --smoke                # 20 trials, a 5 s outage (~6 min on 2 cores)
     python benchmarks/chaos.py --trials 100 --seed 3 --outage-s 30 --keep --json runs/chaos.json
 
 Everything is real and on this machine: PostgreSQL (Debian's, as the postgres user: root needed), one
@@ -48,6 +48,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -213,7 +214,7 @@ def clean_env(workdir: Path) -> dict[str, str]:
 
 def run_all(args: argparse.Namespace, workdir: Path) -> dict:
     env = clean_env(workdir)
-    os.environ["TMPDIR"] = env["TMPDIR"]  # this process's own temporary files too
+    os.environ["TMPDIR"] = tempfile.tempdir = env["TMPDIR"]  # this process's own temporary files too
     spec = workdir / "chaos.yaml"
     write_spec(spec, args.trials, args.steps, args.pace)
     chaos_overrides = [f"base.synthetic.crash_fraction={args.crash_fraction}", f"base.synthetic.crash_seed={args.seed}"]

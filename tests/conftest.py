@@ -58,19 +58,9 @@ def pytest_configure(config):
         root = REPO / ".cache" / "pytest"
         root.mkdir(parents=True, exist_ok=True)
         for old in root.glob("p*"):
-            if old.name[1:].isdigit() and not _alive(int(old.name[1:])):
+            if old.name[1:].isdigit() and not suite_tmp.alive(int(old.name[1:])):
                 shutil.rmtree(old, ignore_errors=True)
         config.option.basetemp = str(root / f"p{os.getpid()}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
@@ -84,7 +74,7 @@ SLOW_LANES = {
         "test_main_command.py",            # ~185 s (a new .venv, then the smoke sweep building the default base)
         "test_cpu_main_ppo.py",            # ~55 s
         "test_shipped_study_dynamics.py",  # ~65 s (the default base: main_command's, copied)
-        "test_benchmarks_smoke.py",        # ~210 s (the tracking-outage and sweep-scale benchmarks' smokes)
+        "test_benchmarks_smoke.py",        # ~570 s (the tracking-outage, sweep-scale and chaos smokes; chaos ~360 s)
         "test_sweep_eval.py",              # ~45 s
         "test_sweep_grid.py",              # ~60 s (a 6-trial grid with a selection split)
     ),

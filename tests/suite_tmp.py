@@ -48,7 +48,7 @@ SUITE_NAMES = (  # (name pattern, the tool that names its temporary files so)
 )
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -75,7 +75,7 @@ def use_suite_tmpdir() -> Path:
         ROOT.mkdir(exist_ok=True)
         for old in ROOT.glob(f"{PREFIX}*"):
             pid = old.name[len(PREFIX):]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not alive(int(pid)):
                 shutil.rmtree(old, ignore_errors=True)
         path = ROOT / f"{PREFIX}{os.getpid()}"
         path.mkdir(exist_ok=True)

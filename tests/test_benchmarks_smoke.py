@@ -99,20 +99,17 @@ def test_sweep_scale_smoke_runs_both_drivers_and_every_step_reaches_the_store(tm
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(2400)  # ~6 min alone; 12 min beside a loaded machine's other jobs
 def test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_report(tmp_path):
     """benchmarks/chaos.py --smoke: 20 synthetic trials on a 2-node `ray start` cluster and `mlflow server` on
     PostgreSQL, through crashes, a killed worker, a lost node, two killed drivers and a server outage."""
-    import os
-    import shutil
-
     if os.geteuid() != 0 or not (shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))):
         pytest.skip("PostgreSQL's initdb or root (to run it as the postgres user) missing; scripts/setup.sh installs it")
     workdir = REPO / ".rt" / f"chaos-{os.getpid()}"  # short: Ray's temp dir and its Unix sockets go under it
     figures_file = tmp_path / "chaos.json"
     try:
         out = _run("benchmarks/chaos.py", "--smoke", "--workdir", str(workdir), "--json", str(figures_file),
-                   timeout=1400)
+                   timeout=2300)
         assert not workdir.exists()  # removed once every check passed
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
