@@ -99,9 +99,10 @@ def test_split_args():
 
 def test_local_main_applies_every_form(monkeypatch, capsys):
     import trainers.local.__main__ as cli
+    import trainers.local.trainer as trainer  # main imports its train once the numeric mode's variables are set
 
     seen = []
-    monkeypatch.setattr(cli, "train", lambda cfg, *a, **k: seen.append(cfg) or {})
+    monkeypatch.setattr(trainer, "train", lambda cfg, *a, **k: seen.append(cfg) or {})
     assert cli.main(["algorithm.params.eps_low=3e-4", "~trainer.lr", "++trainer.eval_k=2", "+model.path=null"]) == 0
     (cfg,) = seen
     assert cfg.algorithm.params["eps_low"] == 3e-4 and isinstance(cfg.algorithm.params["eps_low"], float)
