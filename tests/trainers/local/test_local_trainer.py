@@ -163,7 +163,7 @@ def test_validation_through_the_shared_evaluation_path_is_unchanged(mode):
     from trainers.local.trainer import LocalTrainer, evaluate
     from trainers.local.warmstart import ensure_base_checkpoint
 
-    cfg = TrialConfig.from_dict({"data": {"eval_size": 24}, "seed": 3,
+    cfg = TrialConfig.from_dict({"data": {"eval_size": 24}, "seed": 3, "local": {"numerics": "native"},  # the goldens' mode
                                  "trainer": {"eval_mode": mode, "eval_k": 4, "max_new_tokens": 64}})
     trainer = LocalTrainer(cfg, log=lambda line: None)
     base = ensure_base_checkpoint(cfg, trainer.train_problems, lambda line: None)  # the cached base it loaded
