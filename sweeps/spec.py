@@ -54,8 +54,8 @@ from sweeps.spec_sections import (Resources, check_eval, check_report, check_sch
                                   positive_int, report_with_defaults)
 from sweeps.spec_yaml import check_values, parse_overrides, parse_yaml
 from sweeps.stop_rules import StopRuleError, parse_stop_rules
-from sweeps.spec_overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, check_reach,
-                                   check_sections, check_types, param_overrides)
+from sweeps.spec_overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, blame_override,
+                                   check_reach, check_sections, param_overrides)
 from sweeps.trial_ids import cap_id, config_id, id_part
 from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources, sections
 from trainers.config import ConfigError, TrialConfig, trial_schema
@@ -209,7 +209,6 @@ def _load(path: Path, overrides: list[str], cwd: Path | None) -> SweepSpec:
         raise SpecError(f"{src}: variants: expected a non-empty list of variants (the grid is empty)")
     max_trials = positive_int(raw, "max_trials", 10_000, src)
     all_axes = variant_axes(variants, seeds, max_trials, src)
-    check_types(trial_overrides, variants)
     check_reach(trial_overrides, variants, [[k for k, _ in axes] for axes in all_axes], src)
     base = _base_config(raw, [o for o in trial_overrides if not o.is_param], src)
     resources = parse_resources(raw.get("resources", {}), src)
@@ -217,8 +216,7 @@ def _load(path: Path, overrides: list[str], cwd: Path | None) -> SweepSpec:
     max_failures = positive_int(raw, "max_failures", 2, src, minimum=0)
     report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
     stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
-    params = [o for o in trial_overrides if o.is_param]
-    trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd(), params)
+    trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd(), trial_overrides)
     check_sections(trial_overrides, {t.config.backend for t in trials}, [b.name for b, _ in sections()])
     search = check_search(raw.get("search"), src)
     if search is not None:
@@ -300,9 +298,10 @@ def _base_config(raw: dict, trial_overrides: list[TrialOverride], src: str) -> d
 
 
 def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resources, src: str, cwd: Path,
-            params: list[TrialOverride]) -> list[Trial]:
-    """Every trial: each variant's grid of axis values times the seeds, each config validated; ``params``:
-    the objective-parameter overrides, applied once the variant chose the objective."""
+            overrides: list[TrialOverride]) -> list[Trial]:
+    """Every trial: each variant's grid of axis values times the seeds, each config validated; ``overrides``:
+    the trial-config overrides (the objective parameters among them applied once the variant chose the objective;
+    an error at an override's key names the override)."""
     trials: list[Trial] = []
     seen: dict[str, str] = {}
     replicates = any(v.get("seed_offset") for v in variants)  # then no trial may repeat another's config and seed
@@ -318,7 +317,7 @@ def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resour
                 data = copy.deepcopy(base)
                 if data.get("algorithm", {}).get("name") != chosen[0][1]:
                     data["algorithm"] = {"name": chosen[0][1], "params": {}}  # base params belong to another objective
-                param_overrides(data, params)
+                param_overrides(data, overrides)
                 for key, value in chosen:
                     _set_dotted(data, key, value, where)
                 data["seed"] = seed + offset
@@ -328,7 +327,7 @@ def _expand(variants: list, all_axes: list, seeds: list[int], base: dict, resour
                     cfg = TrialConfig.from_dict(data, source=where)
                     check_resources(cfg, resources, where)
                 except ConfigError as err:
-                    raise SpecError(str(err)) from None
+                    raise SpecError(blame_override(str(err), where, overrides, chosen[0][1])) from None
                 trial_id = f"{cid}.s{cfg.seed}"
                 if trial_id in seen:
                     raise SpecError(f"{where}: duplicate trial id {trial_id!r} (also from {seen[trial_id]}); "

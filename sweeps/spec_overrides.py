@@ -120,27 +120,21 @@ def _apply(tree: dict, o: TrialOverride, schema: dict, defaults: dict) -> None:
         raise SpecError(f"{o.where}: {err}{hint}") from None
 
 
-def check_types(overrides: list[TrialOverride], variants: list) -> None:
-    """Refuse a value of the wrong type before anything is expanded, naming the override: each one is tried on
-    the default trial config (an objective parameter: under each of the sweep's objectives that has it).
-    Only an error at the override's own key counts here; one between keys is the expansion's to name."""
-    objectives = sorted({v["algorithm"] for v in variants if isinstance(v, dict) and v.get("algorithm") in OBJECTIVES})
+def blame_override(text: str, where: str, overrides: list[TrialOverride], objective: str) -> str:
+    """A trial's config error (``where: key: ...``) at the key of an override, rewritten to name the override as
+    typed: the override caused it, since check_reach refused any override a variant sets itself. Checked on the
+    expanded trial, with every override and the spec's base applied, so an error between keys that the other
+    overrides resolve (``data.benchmarks=[mine]`` with ``data.eval_files.mine=...``) is not one."""
     for o in overrides:
-        if o.ov.is_delete() or o.key in ("algorithm", "algorithm.name", "seed"):
+        if o.ov.is_delete():
             continue
-        name = o.key[len(PARAMS):].split(".")[0]
-        for objective in [a for a in objectives if name in OBJECTIVES[a].param_docs()] if o.is_param else [None]:
-            data = TrialConfig().to_dict()
-            if objective is not None:
-                data["algorithm"] = {"name": objective, "params": {}}
-            _apply(data, o, trial_schema(), TrialConfig().to_dict())
-            try:
-                TrialConfig.from_dict(data, source=o.where)
-            except ConfigError as err:
-                text = str(err)
-                for said in ([f"algorithm: {objective}.{name}:"] if objective else []) + [f"{o.key}:"]:
-                    if f" {said}" in text:  # an error at this override's key: named as typed
-                        raise SpecError(text.replace(f" {said}", f" {o.shown}:", 1)) from None
+        saids = [f"{o.key}:"]
+        if o.is_param:
+            saids.insert(0, f"algorithm: {objective}.{o.key[len(PARAMS):].split('.')[0]}:")
+        for said in saids:
+            if text.startswith(f"{where}: {said}"):
+                return f"{o.where}: {o.shown}:{text[len(where) + 2 + len(said):]}"
+    return text
 
 
 def check_reach(overrides: list[TrialOverride], variants: list, variant_keys: list[list[str]], src: str) -> None:
