@@ -60,6 +60,25 @@ LOGGED_PREFIXES = (ACTOR, RESPONSE_LENGTH, REWARD, VAL, SELECT, PERF, EVAL)
 PROGRESS = (REWARD_MEAN, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG)
 """Columns of the live progress table."""
 
+COMPUTE_TOKENS_GENERATED = "perf/tokens_generated"
+"""Compute axis: response tokens sampled in the trial's rollouts since its step 0, cumulative (prompt tokens
+and evaluation excluded). Reported at every training step by every backend; a resumed trial continues the sum."""
+COMPUTE_TOKENS_TRAINED = "perf/tokens_trained"
+"""Compute axis: response tokens the policy loss was computed on, cumulative; each optimizer pass over the
+same rollout counts again (ppo_epochs passes of every mini-batch: generated x ppo_epochs)."""
+COMPUTE_WALL_S = "perf/wall_s"
+"""Compute axis: wall seconds of the training steps, cumulative: the sum of the backend's per-step time STEP_TIME
+(local: sampling, scoring and updates; verl: its timing_s/step, which also holds its checkpoint saves and weight
+syncs). Evaluation is never included."""
+COMPUTE_GPU_S = "perf/gpu_s"
+"""Compute axis: GPU-seconds of the trial's share, cumulative: each step's wall seconds x the GPUs it holds (a
+fraction for a packed share). Only on GPUs (local with device cuda, verl on cuda); absent on the CPU."""
+COMPUTE_METRICS = (COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED, COMPUTE_WALL_S)
+"""The compute axes every backend reports at every training step (COMPUTE_GPU_S besides, on GPUs)."""
+COMPUTE_AXES = {"step": None, "tokens": COMPUTE_TOKENS_GENERATED, "trained_tokens": COMPUTE_TOKENS_TRAINED,
+                "seconds": COMPUTE_WALL_S, "gpu_seconds": COMPUTE_GPU_S}
+"""The x axes a compute-performance curve may use, by name -> the metric holding it ("step": the step itself)."""
+
 
 def val_key(benchmark: str) -> str:
     """Accuracy on one benchmark: reported at step 0 (the base), every eval_every steps and at the end."""

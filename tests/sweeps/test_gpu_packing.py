@@ -22,7 +22,9 @@ from sweeps.cli import app
 from sweeps.ray_cluster import Capacity
 from sweeps.spec import SpecError, load_spec
 from sweeps.placement import plan
+from trainers.config import TrialConfig
 from trainers.verl_backend.launch import Inputs, build_launch, packed_device
+from trainers.verl_backend.placement import held_gpus
 
 from sweep_testlib import kill_ray_processes, short_ray_dir
 
@@ -36,6 +38,10 @@ def test_the_packed_spec_validates_with_each_trial_holding_a_quarter_of_the_gpu(
     assert len(spec.trials) == 4 and spec.resources.gpus == 0.25 and spec.max_concurrent == 4
     assert {t.config.verl.gpu_share for t in spec.trials} == {0.25}
     assert {t.config.verl.device for t in spec.trials} == {"cuda"}
+    assert {held_gpus(t.config) for t in spec.trials} == {0.25}  # its GPU-seconds count a quarter of the GPU
+    whole = {"device": "cuda", "rollout": "zoo_hf", "nnodes": 2, "n_gpus_per_node": 4}  # 8 GPUs, no model needed
+    whole = TrialConfig.from_dict({"backend": "verl", "verl": whole})
+    assert held_gpus(whole) == 8
 
 
 def test_a_local_one_gpu_machine_declares_four_logical_gpus_on_its_one_id(monkeypatch):

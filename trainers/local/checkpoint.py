@@ -10,8 +10,9 @@ shared disk; a full unpickler runs whatever a planted file's ``__reduce__`` says
 the trainer stores is plain data that torch's restricted unpickler accepts: tensors, ints,
 floats, bools, None, strings and lists/tuples/dicts of them (``random.Random.getstate()`` is
 ``(3, tuple of 625 ints, None | float)``, a generator state is a uint8 tensor, the optimizer's
-state dicts are torch's AdamW/LambdaLR layouts). So the format is unchanged from the earlier
-``weights_only=False`` code and its checkpoints still load.
+state dicts are torch's AdamW/LambdaLR layouts, the compute sums ``compute`` a dict of ints and
+floats, trainers/compute.py). So the format is unchanged from the earlier ``weights_only=False`` code
+and its checkpoints still load; one written before ``compute`` existed reads it as None.
 
 Why atomic: ``torch.save`` straight to the final name leaves a truncated file there when the
 process dies mid-write, and every retry would then fail on it. Writing a temp file in the same
@@ -31,6 +32,8 @@ import tempfile
 from pathlib import Path
 
 import torch
+
+from trainers.compute import ComputeTally
 
 STATE_FILE = "trainer_state.pt"
 STATE_KEYS = ("step", "model", "opt", "sched", "gen", "rng", "torch_rng")
@@ -90,6 +93,10 @@ def read_state(directory: Path, device: torch.device | str = "cpu") -> dict:
         if not isinstance(state[key], torch.Tensor) or state[key].dtype != torch.uint8:
             raise CheckpointError(f"{key}: expected a uint8 generator state tensor")
     state["rng"] = _python_rng_state(state["rng"])
+    try:  # optional: checkpoints from before the compute sums lack it (None: they restart at 0)
+        state["compute"] = ComputeTally.from_state(state["compute"]).state() if "compute" in state else None
+    except ValueError as err:
+        raise CheckpointError(str(err)) from None
     return state
 
 

@@ -6,8 +6,12 @@ group-normalise advantages (DHPO eq. 1), then ``updates_per_rollout`` AdamW mini
 updates with the configured objective (later mini-batches are off-policy: SSPO's mu), repeated
 ``ppo_epochs`` times over the same mini-batches in the same order (verl's ppo_epochs).
 Evaluation (Avg@k or greedy Pass@1 per benchmark) runs at step 0 (the base model), every
-``eval_every`` steps and at the last step. Checkpoints hold model, optimizer, scheduler, RNG
-states and the step, so a resumed run continues bit-exactly (CPU, same thread count); they are
+``eval_every`` steps and at the last step. Every step also reports the compute spent so far
+(trainers/compute.py): response tokens sampled, response tokens trained on (each of the ppo_epochs
+passes counting: generated x ppo_epochs), wall seconds of the steps (evaluation and checkpoint
+writes excluded) and, on cuda, GPU-seconds (wall x the GPU share Ray gave the trial, else 1).
+Checkpoints hold model, optimizer, scheduler, RNG states, the step and those sums, so a resumed run
+continues bit-exactly (CPU, same thread count; wall-clock values aside); they are
 written atomically and loaded with weights_only=True (trainers/local/checkpoint.py), and a
 resume falls back from an unreadable checkpoint to the next older candidate.
 
@@ -37,6 +41,7 @@ from evaluators.verdicts import dumps as dumps_verdicts
 from policy.model import load_policy, resolve_device
 from policy.rollout import Rollout, sample, score
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged, VerdictSink
+from trainers.compute import ComputeTally, ray_gpu_share
 from trainers.config import TrialConfig
 from trainers.local.advantages import group_advantages
 from trainers.local.checkpoint import check_model_state, check_optimizer_state, read_state, write_state
@@ -124,6 +129,8 @@ class LocalTrainer:
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.rng = random.Random(cfg.seed)
         self.step = 0
+        self.compute = ComputeTally()
+        self.gpus = ray_gpu_share() if self.device.type == "cuda" else None  # None: no perf/gpu_s on the CPU
 
     def _new_optimizer(self) -> WarmupAdamW:
         t = self.cfg.trainer
@@ -136,7 +143,7 @@ class LocalTrainer:
         return write_state(Path(directory), {
             "step": self.step, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
             "sched": self.opt.schedule_state_dict(), "gen": self.gen.get_state(), "rng": self.rng.getstate(),
-            "torch_rng": torch.get_rng_state(),
+            "torch_rng": torch.get_rng_state(), "compute": self.compute.state(),
         })
 
     def load(self, directory: Path) -> None:
@@ -154,10 +161,12 @@ class LocalTrainer:
         gen = torch.Generator().set_state(state["gen"])
         rng = random.Random()
         rng.setstate(state["rng"])
+        # a checkpoint written before the compute sums existed restarts them at 0
+        compute = ComputeTally.from_state(state["compute"]) if state["compute"] is not None else ComputeTally()
         torch.Generator().set_state(state["torch_rng"])  # validates the global generator's state, same layout
         # Nothing below can fail on state that passed the checks above.
         self.model.load_state_dict(state["model"])
-        self.opt, self.gen, self.rng, self.step = opt, gen, rng, state["step"]
+        self.opt, self.gen, self.rng, self.step, self.compute = opt, gen, rng, state["step"], compute
         torch.set_rng_state(state["torch_rng"])
 
     def resume(self, candidates: list[Path]) -> Path | None:
@@ -194,6 +203,8 @@ class LocalTrainer:
         sums: dict[str, float] = {}
         mini_batches = [(idx, _subset(ro, idx)) for idx in order.chunk(t.updates_per_rollout)]
         n_updates = len(mini_batches) * t.ppo_epochs
+        generated = int(ro.response_mask.sum())
+        trained = sum(int(mb.response_mask.sum()) for _, mb in mini_batches) * t.ppo_epochs  # every pass counts
         # verl's order: every epoch walks the same mini-batches in the same order
         for idx, mb in mini_batches * t.ppo_epochs:
             log_probs, entropy = score(self.model, mb, temperature=t.temperature)
@@ -225,6 +236,7 @@ class LocalTrainer:
             LR: self.opt.lr,
             STEP_TIME: elapsed, TOKENS_PER_S: float(lengths.sum()) / elapsed,
         })
+        metrics.update(self.compute.add(generated, trained, elapsed, self.gpus))
         _check_finite(self.step, metrics)
         return metrics
 

@@ -1,11 +1,18 @@
 """The synthetic backend's train function (the trainer contract of trainers/api.py), without a model.
 
-Every step sleeps ``synthetic.step_seconds`` and reports ``STEP_METRICS`` (plus DHPO's mixing
-weight for DHPO); step 0, every ``trainer.eval_every`` steps and the last step also report
-``val/<benchmark>/acc`` and ``val/avg/acc`` (and ``select/...`` with ``data.select_size``). The values
-are a deterministic function of (algorithm, params, seed, step, key), so a resumed trial reports
-exactly what an uninterrupted one does. A checkpoint (``synthetic_state.json`` in
-``<workdir>/checkpoint_<step>``) is written every ``trainer.checkpoint_every`` steps and at the last.
+Every step sleeps ``synthetic.step_seconds`` and reports ``STEP_METRICS`` and the compute axes
+``COMPUTE_METRICS`` (plus DHPO's mixing weight for DHPO); step 0, every ``trainer.eval_every`` steps
+and the last step also report ``val/<benchmark>/acc`` and ``val/avg/acc`` (and ``select/...`` with
+``data.select_size``). The values are a deterministic function of (algorithm, params, seed, step,
+key), so a resumed trial reports exactly what an uninterrupted one does.
+
+The compute axes are nominal sums over steps 1..k of such functions: each step samples
+round(response_length/mean x prompts_per_step x group_size) tokens, trains on that x ppo_epochs and
+takes ``synthetic.step_seconds`` (the perf/step_time_s it reports, not the measured sleep); no GPU,
+so no perf/gpu_s. A resume recomputes the sums up to its step, so they too equal an uninterrupted run's.
+
+A checkpoint (``synthetic_state.json`` in ``<workdir>/checkpoint_<step>``) is written every
+``trainer.checkpoint_every`` steps and at the last.
 
     from trainers.synthetic.trainer import train
     train(TrialConfig.from_dict({"backend": "synthetic", "trainer": {"steps": 5}}), print_report)
@@ -25,6 +32,7 @@ from contract.metrics import (CLIP_FRACTION, CLIP_FRACTION_SEQ, CLIP_FRACTION_TO
                               PPO_KL, RESPONSE_LENGTH_MAX, RESPONSE_LENGTH_MEAN, REWARD_MEAN, STEP_TIME, TOKENS_PER_S,
                               VAL_AVG, selection_key, val_key)
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged, VerdictSink
+from trainers.compute import ComputeTally
 from trainers.config import TrialConfig
 
 STATE_FILE = "synthetic_state.json"
@@ -57,6 +65,7 @@ class SyntheticRun:
         self.key = _config_key(cfg)
         self.strength = (zlib.crc32(self.key.encode()) % 1000) / 1000  # each configuration its own curve
         self.crash_at = crash_step(cfg, self.key)
+        self.compute = ComputeTally()
 
     def accuracy(self, benchmark: str, step: int) -> float:
         t = self.cfg.trainer
@@ -77,11 +86,23 @@ class SyntheticRun:
             scores.update({selection_key(k): v for k, v in select.items()})
         return scores
 
+    def response_length(self, step: int) -> float:
+        """response_length/mean of a step: 40 tokens rising to 50 over the trial, +-2."""
+        progress = step / max(self.cfg.trainer.steps, 1)
+        return 40.0 + 10.0 * progress + 2.0 * _noise(self.key, self.cfg.seed, step, "length")
+
+    def spend(self, step: int) -> dict[str, float]:
+        """Fold step ``step`` into the compute sums (steps in order); the cumulative COMPUTE_METRICS after it."""
+        t = self.cfg.trainer
+        generated = round(self.response_length(step) * t.prompts_per_step * t.group_size)
+        return self.compute.add(generated, generated * t.ppo_epochs, self.cfg.synthetic.step_seconds, None)
+
     def step_metrics(self, step: int) -> dict[str, float]:
+        """The step's metrics, the compute sums included: call once per step, in order."""
         t, n = self.cfg.trainer, lambda what: _noise(self.key, self.cfg.seed, step, what)
         progress = step / max(t.steps, 1)
         metrics = {ENTROPY: 1.2 * (1.0 - 0.5 * progress) + 0.05 * n("entropy"),
-                   RESPONSE_LENGTH_MEAN: 40.0 + 10.0 * progress + 2.0 * n("length"),
+                   RESPONSE_LENGTH_MEAN: self.response_length(step),
                    RESPONSE_LENGTH_MAX: float(t.max_new_tokens),
                    REWARD_MEAN: self.accuracy("train", step),
                    CLIP_FRACTION: 0.02 + 0.01 * n("clip"), CLIP_FRACTION_TOKEN: 0.02 + 0.01 * n("clip_token"),
@@ -90,6 +111,7 @@ class SyntheticRun:
                    TOKENS_PER_S: 1000.0 + 100.0 * n("tps")}
         if self.cfg.algorithm.name == "dhpo":
             metrics[MIX_WEIGHT] = 0.5 + 0.1 * n("mix")
+        metrics.update(self.spend(step))
         return metrics
 
     def save(self, directory: Path, final: dict[str, float]) -> Path:
@@ -110,6 +132,8 @@ class SyntheticRun:
                 self.log(f"skipping checkpoint {path}: {type(err).__name__}: {err}")
                 continue
             self.step = state["step"]
+            for step in range(1, self.step + 1):  # the sums an uninterrupted run had at this step
+                self.spend(step)
             self.log(f"resumed from {path} at step {self.step}")
             return dict(state["final"])
         self.log("no readable checkpoint: starting from step 0")

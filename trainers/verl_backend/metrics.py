@@ -16,6 +16,23 @@ module turns a line's ``data`` into contract names so curves from both backends 
 Anything else (critic/advantages, training/global_step, val-aux/...) is left out: the driver
 logs only the contract's namespaces.
 
+The compute axes (contract/metrics.py ``COMPUTE_METRICS``, ``COMPUTE_GPU_S``) are running sums, so they
+need state across lines: ``ComputeAxes.update(data)`` (one per trial, train.py) adds a training line
+(one with ``timing_s/step``; step 0's validation-only line adds nothing) and returns the sums:
+
+    perf/tokens_generated  += response_length/mean x responses of the step, rounded; the responses are
+                              perf/total_num_tokens / (prompt_length/mean + response_length/mean) (verl's
+                              totals are attention-mask sums, so that is the batch size), else the trial's
+                              prompts_per_step x group_size; exact to within verl's float32 mean
+    perf/tokens_trained    += that x trainer.ppo_epochs (verl's actor.ppo_epochs: every pass over the
+                              batch puts every response token in the loss)
+    perf/wall_s            += timing_s/step (rollout, rewards, log-probs, update, checkpoint save and
+                              weight sync; verl times validation apart, as timing_s/testing: not included)
+    perf/gpu_s             += timing_s/step x the trial's GPUs (placement.py ``held_gpus``), on GPUs only
+
+A resumed trial (verl resuming from its checkpoint of step k) continues from the sums of step k, which the
+checkpoint's pointer carries (train.py); without them (an older pointer) they restart at 0, logged.
+
     python -m trainers.verl_backend.metrics metrics.jsonl   # print one translated line per step
 """
 
@@ -27,7 +44,9 @@ import re
 import sys
 from typing import Any
 
-from contract.metrics import ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, REWARD, STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key
+from contract.metrics import (ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, RESPONSE_LENGTH_MEAN, REWARD,
+                              STEP_TIME, TOKENS_PER_S, VAL_AVG, val_key)
+from trainers.compute import ComputeTally
 
 _VAL_CORE = re.compile(r"^val-core/(?P<source>.+)/(?P<metric>acc|reward|score)/mean@(?P<n>\d+)$")
 _PASS = (ACTOR, RESPONSE_LENGTH, PERF)
@@ -73,6 +92,41 @@ def translate(data: dict[str, Any], data_sources: dict[str, str], benchmarks: li
     if vals and all(k in vals for k in wanted):
         out[VAL_AVG] = sum(vals[k] for k in wanted) / len(wanted)
     return out
+
+
+def step_tokens(data: dict[str, Any], responses_per_step: int) -> int | None:
+    """Response tokens a training line's rollout sampled (see the module docstring); None without
+    ``response_length/mean``."""
+    length = _number(data.get(RESPONSE_LENGTH_MEAN))
+    if length is None:
+        return None
+    total, prompt = _number(data.get(PERF + "total_num_tokens")), _number(data.get("prompt_length/mean"))
+    responses = responses_per_step
+    if total is not None and prompt is not None and prompt + length > 0:
+        responses = round(total / (prompt + length))
+    return round(length * responses)
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+class ComputeAxes:
+    """The compute sums of one verl trial across its lines (module docstring). ``gpus``: GPUs the trial
+    holds (None on the CPU platform: no perf/gpu_s); ``tally``: the sums to continue (a resume)."""
+
+    def __init__(self, responses_per_step: int, ppo_epochs: int, gpus: float | None, tally: ComputeTally | None = None):
+        self.responses_per_step, self.ppo_epochs, self.gpus = responses_per_step, ppo_epochs, gpus
+        self.tally = tally or ComputeTally()
+
+    def update(self, data: dict[str, Any]) -> dict[str, float]:
+        """Add one line's step; the sums after it under contract names ({} for a line without training)."""
+        wall = _number(data.get("timing_s/step"))
+        tokens = step_tokens(data, self.responses_per_step)
+        if wall is None or tokens is None:
+            return {}
+        return self.tally.add(tokens, tokens * self.ppo_epochs, wall, self.gpus)
 
 
 def non_finite(metrics: dict[str, float]) -> tuple[str, float] | None:

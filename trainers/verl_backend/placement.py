@@ -24,6 +24,7 @@ Tune reserved for the trial would be invisible to verl. Instead:
 
     resolve_device(data, resources)      # verl.device: auto -> 'cpu' (resources.gpus 0) or 'cuda'; verl.gpu_share
     packing(gpus) -> int | None          # trials per GPU for resources.gpus in (0, 1), else None
+    held_gpus(cfg) -> float              # GPUs a trial holds: nnodes x n_gpus_per_node x gpu_share (perf/gpu_s)
     check_gpus(cfg, resources, where)    # ConfigError unless resources.gpus is 0 or nnodes x n_gpus_per_node
     place(configs, resources, max_concurrent, capacity, local, source) -> Placement
     smoke_overrides(resources)           # what `sweep run --smoke` adds: one node x one GPU (a packed share kept)
@@ -49,6 +50,12 @@ the whole per-GPU mini-batch, responses of 64 tokens."""
 def trial_gpus(cfg) -> int:
     """GPUs (logical on the CPU platform) one trial's own placement groups take: nnodes x n_gpus_per_node."""
     return cfg.verl.nnodes * cfg.verl.n_gpus_per_node
+
+
+def held_gpus(cfg) -> float:
+    """GPUs a trial on GPUs holds, for its GPU-seconds (perf/gpu_s): nnodes x n_gpus_per_node x verl.gpu_share
+    (a packed trial: its share of its one GPU, e.g. 0.25)."""
+    return trial_gpus(cfg) * cfg.verl.gpu_share
 
 
 def packing(gpus: float) -> int | None:

@@ -9,7 +9,10 @@
 2. Resume: ``resume_from`` holds pointer directories this function reported earlier, newest
    first; each names one of verl's own checkpoints (``<storage>/checkpoints/global_step_N``). The
    first whose ``actor/`` directory is still there is passed to verl as
-   ``trainer.resume_mode=resume_path``; none -> a fresh start (``resume_mode=disable``).
+   ``trainer.resume_mode=resume_path``; none -> a fresh start (``resume_mode=disable``). The pointer
+   also holds the compute sums reported at its step (metrics.py ``ComputeAxes``), which the resumed
+   run continues; a pointer without them (written before they existed, or unreadable ones) restarts
+   them at 0, logged.
 3. GPUs: on a GPU cluster it waits (logging once, up to ``verl.gpu_wait_s``) until the cluster has
    the trial's nnodes x n_gpus_per_node GPUs free, because verl refuses to start otherwise
    ("Total available GPUs ..."); the sweep's concurrency limit keeps its own trials from
@@ -19,10 +22,11 @@
    logger writing a fresh ``attempt-K/metrics.jsonl`` (verl truncates that file on resume, so
    every attempt gets its own).
 5. Watch: each complete metrics line becomes ``report(step, metrics, checkpoint)`` in contract
-   names (trainers/verl_backend/metrics.py). verl saves a step's checkpoint before it logs the
-   step, so a step whose ``global_step_N`` exists is reported with a pointer to it. A non-finite
-   grad norm, policy loss or entropy ends the process and raises TrainingDiverged (verl has
-   applied that update already: unlike the local backend, the check comes after the step).
+   names (trainers/verl_backend/metrics.py), the running compute sums added. verl saves a step's
+   checkpoint before it logs the step, so a step whose ``global_step_N`` exists is reported with a
+   pointer to it (holding the sums after that step). A non-finite grad norm, policy loss or
+   entropy ends the process and raises TrainingDiverged (verl has applied that update already:
+   unlike the local backend, the check comes after the step).
 6. End: exit 0 -> the last step's metrics; any other exit -> RuntimeError with the tail of the
    process's log (Tune retries the trial from its newest checkpoint, up to max_failures).
 """
@@ -40,9 +44,11 @@ from typing import Callable
 
 from contract.env import CUDA_VISIBLE_DEVICES, TMPDIR
 from trainers.api import Reporter, ResumeFrom, TrainingDiverged
+from trainers.compute import ComputeTally
 from trainers.config import TrialConfig
 from trainers.verl_backend.launch import build_launch, prepare_inputs, uses_cpu
-from trainers.verl_backend.metrics import MetricsTail, non_finite, translate
+from trainers.verl_backend.metrics import ComputeAxes, MetricsTail, non_finite, translate
+from trainers.verl_backend.placement import held_gpus
 
 POINTER = "verl_checkpoint.json"  # inside each reported checkpoint directory
 POLL_S = 0.5
@@ -54,8 +60,9 @@ def _candidates(resume_from: ResumeFrom) -> list[Path]:
     return [Path(resume_from)] if isinstance(resume_from, (str, os.PathLike)) else [Path(p) for p in resume_from]
 
 
-def pick_resume(resume_from: ResumeFrom, log: Callable[[str], None]) -> tuple[str | None, int]:
-    """(verl checkpoint directory, its step) of the newest usable candidate, else (None, 0)."""
+def pick_resume(resume_from: ResumeFrom, log: Callable[[str], None]) -> tuple[str | None, int, ComputeTally | None]:
+    """(verl checkpoint directory, its step, the compute sums at that step) of the newest usable candidate,
+    else (None, 0, None); the sums are None (logged) when its pointer has none that can be read."""
     for candidate in _candidates(resume_from):
         try:
             pointer = json.loads((candidate / POINTER).read_text())
@@ -67,10 +74,18 @@ def pick_resume(resume_from: ResumeFrom, log: Callable[[str], None]) -> tuple[st
             log(f"resume: skipping step {step}: verl checkpoint {path} is gone (max_actor_ckpt_to_keep?)")
             continue
         log(f"resume: from verl checkpoint {path} (step {step})")
-        return str(path), step
+        return str(path), step, _compute_of(pointer, log)
     if resume_from:
         log("resume: no usable checkpoint; starting from step 0")
-    return None, 0
+    return None, 0, None
+
+
+def _compute_of(pointer: dict, log: Callable[[str], None]) -> ComputeTally | None:
+    try:
+        return ComputeTally.from_state(pointer["compute"])
+    except (KeyError, ValueError) as err:
+        log(f"resume: the compute sums (perf/tokens_generated, ...) restart at 0: the pointer has none ({err})")
+        return None
 
 
 def _next_attempt(storage: Path) -> Path:
@@ -87,10 +102,13 @@ def _checkpoint_of(checkpoint_dir: Path, step: int) -> Path | None:
     return path if (path / "actor").is_dir() else None
 
 
-def _pointer(workdir: Path, path: Path, step: int) -> Path:
+def _pointer(workdir: Path, path: Path, step: int, compute: dict | None = None) -> Path:
+    """The directory reported for verl's checkpoint ``path`` of ``step``: its POINTER file names it, with the
+    compute sums at that step (ComputeTally.state()) when given."""
     out = workdir / f"pointer-{step}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / POINTER).write_text(json.dumps({"path": str(path), "step": step}))
+    record = {"path": str(path), "step": step} | ({"compute": compute} if compute is not None else {})
+    (out / POINTER).write_text(json.dumps(record))
     return out
 
 
@@ -169,7 +187,10 @@ def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
     workdir.mkdir(parents=True, exist_ok=True)
     attempt = _next_attempt(storage)
     checkpoint_dir = storage / "checkpoints"
-    resume_path, resumed_step = pick_resume(resume_from, log)
+    resume_path, resumed_step, resumed_compute = pick_resume(resume_from, log)
+    t = config.trainer
+    compute = ComputeAxes(t.prompts_per_step * t.group_size, t.ppo_epochs,
+                          None if uses_cpu(config) else held_gpus(config), resumed_compute)
     inputs = prepare_inputs(config)
     address, job = _ray_context()
     if address and not uses_cpu(config):
@@ -195,12 +216,13 @@ def train(config: TrialConfig, report: Reporter, resume_from: ResumeFrom = None,
                     if step <= resumed_step and resume_path is not None:
                         continue  # a resumed verl repeats nothing, but be safe: steps are reported once
                     metrics = translate(data, config.verl.data_sources, benchmarks)
+                    metrics.update(compute.update(data))
                     bad = non_finite(metrics)
                     if bad is not None:
                         _stop(proc)
                         raise TrainingDiverged(step, *bad)
                     ckpt = _checkpoint_of(checkpoint_dir, step)
-                    report(step, metrics, _pointer(workdir, ckpt, step) if ckpt else None)
+                    report(step, metrics, _pointer(workdir, ckpt, step, compute.tally.state()) if ckpt else None)
                     last = metrics
                 if rc is not None:
                     break

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from contract.metrics import COMPUTE_TOKENS_GENERATED
 from test_local_trainer import SMALL, comparable
 from trainers.config import load_trial_config
 from trainers.local.checkpoint import STATE_FILE, CheckpointError, read_state, write_state
@@ -150,13 +151,15 @@ def test_failed_load_leaves_the_trainer_untouched(tmp_path, full):
     trainer.load(checkpoints[2])  # some non-initial state, with optimizer moments
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     opt, gen, rng, torch_rng = trainer.opt, trainer.gen.get_state(), trainer.rng.getstate(), torch.get_rng_state()
+    compute = trainer.compute
+    assert compute.tokens_generated > 0  # step 2's sums
     state = torch.load(checkpoints[4] / STATE_FILE, weights_only=True)
     state["torch_rng"] = state["torch_rng"][:10]  # the very last piece applied is the bad one
     write_state(tmp_path / "bad", state)
     with pytest.raises(RuntimeError):
         trainer.load(tmp_path / "bad")
     assert all(torch.equal(v, before[k]) for k, v in trainer.model.state_dict().items())
-    assert trainer.opt is opt and trainer.step == 2
+    assert trainer.opt is opt and trainer.step == 2 and trainer.compute is compute
     assert torch.equal(trainer.gen.get_state(), gen) and trainer.rng.getstate() == rng
     assert torch.equal(torch.get_rng_state(), torch_rng)
 
@@ -169,6 +172,21 @@ def test_checkpoint_written_by_the_previous_code_loads(tmp_path, full):
     torch.save(torch.load(checkpoints[2] / STATE_FILE, weights_only=True), old / STATE_FILE)
     resumed, _ = run(["algorithm.name=grpo"], resume_from=old, workdir=tmp_path / "w")
     assert comparable(resumed) == comparable(history)[3:]
+
+
+def test_compute_sums_resume_from_the_checkpoint_or_restart_when_it_has_none(tmp_path, full):
+    """The sums travel in the checkpoint (``compute``); one from before they existed loads and restarts them
+    at 0; a malformed one is an unreadable checkpoint like any other."""
+    checkpoints, history = full
+    state = torch.load(checkpoints[2] / STATE_FILE, weights_only=True)
+    assert state["compute"]["tokens_generated"] == history[2][1][COMPUTE_TOKENS_GENERATED]
+    write_state(tmp_path / "before", {k: v for k, v in state.items() if k != "compute"})
+    resumed, _ = run(["algorithm.name=grpo"], resume_from=tmp_path / "before", workdir=tmp_path / "w")
+    spent = history[3][1][COMPUTE_TOKENS_GENERATED] - history[2][1][COMPUTE_TOKENS_GENERATED]
+    assert resumed[0][0] == 3 and resumed[0][1][COMPUTE_TOKENS_GENERATED] == spent  # step 3's own tokens only
+    write_state(tmp_path / "bad", {**state, "compute": {**state["compute"], "tokens_trained": -1}})
+    with pytest.raises(CheckpointError, match="compute: tokens_trained: expected a number >= 0"):
+        read_state(tmp_path / "bad")
 
 
 def test_crash_during_save_never_leaves_a_truncated_final_file(tmp_path, monkeypatch):

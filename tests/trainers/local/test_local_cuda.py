@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 
+from contract.metrics import COMPUTE_GPU_S, COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED, COMPUTE_WALL_S
 from trainers.config import load_trial_config
 from trainers.local.trainer import LocalTrainer, train
 
@@ -56,6 +57,10 @@ def test_resume_on_the_gpu_continues_the_run(tmp_path):
     assert [s for s, _, _ in resumed] == [3, 4]
     same = lambda m: {k: v for k, v in m.items() if not k.startswith("perf/")}  # noqa: E731
     assert [same(m) for _, m, _ in resumed] == [same(m) for _, m, _ in full[3:]]  # as on the CPU: bit-exact
+    tokens = lambda m: (m[COMPUTE_TOKENS_GENERATED], m[COMPUTE_TOKENS_TRAINED])  # noqa: E731
+    assert [tokens(m) for _, m, _ in resumed] == [tokens(m) for _, m, _ in full[3:]]  # the sums continue
+    for _, m, _ in full[1:] + resumed:
+        assert m[COMPUTE_GPU_S] == m[COMPUTE_WALL_S] > 0  # on cuda, outside a Ray slot: one whole GPU
 
 def test_grpo_lifts_validation_accuracy_on_the_gpu(tmp_path):
     """The CPU's learning check (tests/trainers/local/test_local_trainer.py), on the default base built on the GPU."""

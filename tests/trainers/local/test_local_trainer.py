@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from contract.metrics import DHPO_METRICS, STEP_METRICS, val_metrics
+from contract.metrics import (COMPUTE_GPU_S, COMPUTE_METRICS, COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED,
+                              COMPUTE_WALL_S, DHPO_METRICS, RESPONSE_LENGTH_MEAN, STEP_METRICS, STEP_TIME,
+                              TOKENS_PER_S, val_metrics)
 from trainers.config import ConfigError, load_trial_config
 from trainers.local.trainer import train
 from trainers.objectives import OBJECTIVES
@@ -26,9 +28,13 @@ def run(overrides, resume_from=None, workdir=None):
     return history
 
 
+WALL_CLOCK = (STEP_TIME, TOKENS_PER_S, COMPUTE_WALL_S, COMPUTE_GPU_S)
+"""The metrics that measure time; every other one (the token counters too) is deterministic."""
+
+
 def comparable(history):
     """Every metric except wall-clock ones."""
-    return [(step, {k: v for k, v in m.items() if not k.startswith("perf/")}) for step, m, _ in history]
+    return [(step, {k: v for k, v in m.items() if k not in WALL_CLOCK}) for step, m, _ in history]
 
 
 # Every registered objective trains once with its defaults, except these, which train these variants instead.
@@ -50,7 +56,7 @@ def test_every_objective_trains_and_logs_contract_metrics(name, extra):
     assert steps == [0, 1, 2, 3, 4]
     benches = ["easy", "medium", "hard"]
     assert set(history[0][1]) == set(val_metrics(benches))  # step 0 = base model evaluation
-    expected = set(STEP_METRICS) | (set(DHPO_METRICS) if name == "dhpo" else set())
+    expected = set(STEP_METRICS) | set(COMPUTE_METRICS) | (set(DHPO_METRICS) if name == "dhpo" else set())
     for step, metrics, _ in history[1:]:
         assert expected <= set(metrics), expected - set(metrics)
         assert all(math.isfinite(v) for v in metrics.values()), metrics
@@ -76,7 +82,28 @@ def test_resume_from_checkpoint_is_bit_exact(tmp_path):
     resumed = run(["trainer.steps=6", "trainer.checkpoint_every=3", "algorithm.name=dhpo",
                    "algorithm.params.mixing=entropy"], resume_from=checkpoints[3], workdir=tmp_path / "resumed")
     assert [step for step, _, _ in resumed] == [4, 5, 6]  # continues after the checkpoint, no step 0 again
-    assert comparable(resumed) == comparable(full)[4:]
+    assert comparable(resumed) == comparable(full)[4:]  # the token counters included: they continue the sums
+    tokens = (COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED)
+    assert [[m[k] for k in tokens] for _, m, _ in resumed] == [[m[k] for k in tokens] for _, m, _ in full[4:]]
+    # the wall-clock sum continues from the checkpoint's: step 3's sum plus the resumed steps' own times
+    assert resumed[0][1][COMPUTE_WALL_S] == pytest.approx(full[3][1][COMPUTE_WALL_S] + resumed[0][1][STEP_TIME])
+
+
+def test_compute_counters_sum_what_each_step_sampled_and_trained():
+    """perf/tokens_generated: the responses' tokens summed over the steps (response_length/mean x responses
+    per step); perf/tokens_trained: that x ppo_epochs (every mini-batch of every pass is in the loss);
+    perf/wall_s: the sum of perf/step_time_s; no perf/gpu_s on the CPU."""
+    history = run(["trainer.ppo_epochs=2", "trainer.updates_per_rollout=2"])
+    assert not set(COMPUTE_METRICS) & set(history[0][1])  # step 0 evaluates the base: nothing spent yet
+    responses = 2 * 4  # prompts_per_step x group_size of SMALL
+    generated = trained = wall = 0.0
+    for step, m, _ in history[1:]:
+        assert set(COMPUTE_METRICS) <= set(m) and COMPUTE_GPU_S not in m, step
+        assert m[COMPUTE_TOKENS_GENERATED] > generated and m[COMPUTE_TOKENS_TRAINED] > trained and m[COMPUTE_WALL_S] > wall
+        assert m[COMPUTE_TOKENS_GENERATED] - generated == round(m[RESPONSE_LENGTH_MEAN] * responses), step
+        assert m[COMPUTE_TOKENS_GENERATED].is_integer() and m[COMPUTE_TOKENS_TRAINED] == 2 * m[COMPUTE_TOKENS_GENERATED]
+        assert m[COMPUTE_WALL_S] == pytest.approx(wall + m[STEP_TIME])
+        generated, trained, wall = m[COMPUTE_TOKENS_GENERATED], m[COMPUTE_TOKENS_TRAINED], m[COMPUTE_WALL_S]
 
 
 @pytest.mark.parametrize("override,needle", [

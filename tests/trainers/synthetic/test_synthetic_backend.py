@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from contract.errors import ConfigError
-from contract.metrics import MIX_WEIGHT, STEP_METRICS, VAL_AVG, selection_key, val_key
+from contract.metrics import (COMPUTE_GPU_S, COMPUTE_METRICS, COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED,
+                              COMPUTE_WALL_S, MIX_WEIGHT, RESPONSE_LENGTH_MEAN, STEP_METRICS, VAL_AVG, selection_key,
+                              val_key)
 from trainers.api import TrainingDiverged
 from trainers.config import TrialConfig
 from trainers.synthetic.trainer import FAILURES_FILE, STATE_FILE, crash_step, train
@@ -37,7 +39,7 @@ def test_a_trial_reports_the_keys_of_a_real_one_and_checkpoints_where_asked(tmp_
     evaluated = {val_key("easy"), val_key("hard"), VAL_AVG}
     assert set(reports[0][1]) == evaluated
     for step, metrics, ckpt in reports[1:]:
-        want = set(STEP_METRICS) | (evaluated if step in (3, 6) else set())
+        want = set(STEP_METRICS) | set(COMPUTE_METRICS) | (evaluated if step in (3, 6) else set())
         assert set(metrics) == want, step
         assert (ckpt is not None) == (step in (2, 4, 6)), step
     assert reports[3][1][VAL_AVG] == pytest.approx((reports[3][1][val_key("easy")] + reports[3][1][val_key("hard")]) / 2)
@@ -64,10 +66,27 @@ def test_a_resumed_trial_reports_what_an_uninterrupted_one_does(tmp_path):
     checkpoint_4 = whole[4][2]
     resumed = collect(config(), workdir=tmp_path / "resumed", resume_from=[tmp_path / "broken", checkpoint_4])
     assert [step for step, _, _ in resumed] == [5, 6]
-    assert [m for _, m, _ in resumed] == [m for _, m, _ in whole[5:]]
+    assert [m for _, m, _ in resumed] == [m for _, m, _ in whole[5:]]  # the compute sums continue too
     # a checkpoint of another configuration is skipped: the trial starts over
     other = TrialConfig.from_dict({**config().to_dict(), "algorithm": {"name": "gspo"}})
     assert [step for step, _, _ in collect(other, resume_from=checkpoint_4)][:2] == [0, 1]
+
+
+def test_compute_axes_sum_each_steps_tokens_and_nominal_seconds(tmp_path):
+    cfg = TrialConfig.from_dict({**config(step_seconds=0.01).to_dict(), "trainer": {
+        "steps": 6, "eval_every": 3, "checkpoint_every": 2, "prompts_per_step": 4, "group_size": 3, "ppo_epochs": 2}})
+    reports = collect(cfg, workdir=tmp_path / "whole")
+    generated, wall = 0.0, 0.0
+    for step, m, _ in reports[1:]:
+        assert COMPUTE_GPU_S not in m  # no GPU
+        generated += round(m[RESPONSE_LENGTH_MEAN] * 4 * 3)
+        wall += 0.01
+        assert m[COMPUTE_TOKENS_GENERATED] == generated and m[COMPUTE_TOKENS_TRAINED] == 2 * generated, step
+        assert m[COMPUTE_WALL_S] == pytest.approx(wall), step
+    resumed = collect(cfg, resume_from=reports[2][2])
+    assert [step for step, _, _ in resumed] == [3, 4, 5, 6]
+    axes = lambda rows: [[m[k] for k in COMPUTE_METRICS] for _, m, _ in rows]  # noqa: E731
+    assert axes(resumed) == axes(reports[3:])  # exact: the sums of steps 1..2 recomputed, then continued
 
 
 def test_a_failure_happens_on_the_attempts_told_and_a_divergence_always(tmp_path):

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-from trainers.verl_backend.metrics import MetricsTail, non_finite, parse_line, translate, val_accuracies
+import pytest
+
+from contract.metrics import COMPUTE_GPU_S, COMPUTE_METRICS, COMPUTE_TOKENS_GENERATED, COMPUTE_TOKENS_TRAINED, COMPUTE_WALL_S
+from trainers.compute import ComputeTally
+from trainers.verl_backend.metrics import ComputeAxes, MetricsTail, non_finite, parse_line, step_tokens, translate, val_accuracies
 
 STEP = {"actor/entropy": 1.5, "actor/pg_clipfrac": 0.1, "actor/grad_norm": 0.7, "actor/mix_weight": 0.4,
         "response_length/mean": 12.0, "critic/score/mean": 0.25, "critic/score/max": 1.0,
@@ -61,3 +65,27 @@ def test_tail_reads_only_complete_lines_across_calls(tmp_path):
     assert tail.read() == [(2, {"actor/entropy": 2.0})]
     assert tail.read() == []
     assert parse_line('{"step": "3", "data": {}}') is None
+
+
+# Two training lines as verl's file logger writes them (12 responses: 3 prompts x 4): perf/total_num_tokens is
+# the attention-mask sum, prompt_length/mean + response_length/mean per response.
+STEP1 = {"timing_s/step": 2.0, "response_length/mean": 10.5, "prompt_length/mean": 30.0, "perf/total_num_tokens": 486}
+STEP2 = {"timing_s/step": 3.0, "response_length/mean": 20.25, "prompt_length/mean": 30.0, "perf/total_num_tokens": 603}
+
+
+def test_compute_axes_sum_the_lines_tokens_and_seconds():
+    axes = ComputeAxes(responses_per_step=999, ppo_epochs=2, gpus=None)  # verl's totals win over the config's count
+    assert axes.update({"val-core/easy/acc/mean@1": 0.5}) == {}  # step 0: validation only, nothing spent
+    first, second = axes.update(STEP1), axes.update(STEP2)
+    assert first == {COMPUTE_TOKENS_GENERATED: 126.0, COMPUTE_TOKENS_TRAINED: 252.0, COMPUTE_WALL_S: 2.0}
+    assert second == {COMPUTE_TOKENS_GENERATED: 126.0 + 243.0, COMPUTE_TOKENS_TRAINED: 2 * 369.0, COMPUTE_WALL_S: 5.0}
+    assert set(COMPUTE_METRICS) == set(second)  # no perf/gpu_s on the CPU platform
+
+
+def test_compute_axes_on_gpus_and_without_verls_totals_and_after_a_resume():
+    assert step_tokens({"response_length/mean": 10.5}, responses_per_step=8) == 84  # the config's batch size
+    assert step_tokens({"timing_s/step": 1.0}, responses_per_step=8) is None
+    resumed = ComputeAxes(12, 1, gpus=0.25, tally=ComputeTally(1000, 1000, 100.0, 25.0))  # a packed trial's share
+    out = resumed.update(STEP2)
+    assert out[COMPUTE_TOKENS_GENERATED] == 1243.0 and out[COMPUTE_TOKENS_TRAINED] == 1243.0
+    assert out[COMPUTE_WALL_S] == 103.0 and out[COMPUTE_GPU_S] == pytest.approx(25.0 + 3.0 * 0.25)
