@@ -30,12 +30,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from contract.metrics import EVAL, SELECT, VAL
+from contract.metrics import COMPUTE_AXES, EVAL, SELECT, VAL
 from dashboards import curves as cv
 from dashboards.aggregate_report import (
     aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, aggregate_draws,
 )
 from dashboards.collect import SweepData, collect, find_runs
+from dashboards.compute_report import compute_section
 from dashboards.grid_report import grid_section
 from dashboards.grid_stats import MECHANISMS
 from dashboards.report_config import (  # noqa: F401  (the spec's report: section, re-exported)
@@ -64,7 +65,8 @@ def history_keys(cfg: ReportConfig, logged: set[str]) -> list[str]:
     """The logged keys whose histories ``cfg``'s report uses: the evaluation keys (tables, selection, base
     row, grid), the curves, the clip fractions, the select-by key and the grid's mechanism keys. The
     per-step training keys it does not draw are left unread (2,000 trials x 200 steps: ~4 M rows fewer)."""
-    wanted = {*cfg.curves, *(cv.CLIP_KEYS if cfg.clipfrac else ()), cfg.table.select_by, *MECHANISMS.values()}
+    wanted = {*cfg.curves, *(cv.CLIP_KEYS if cfg.clipfrac else ()), cfg.table.select_by, *MECHANISMS.values(),
+              cfg.compute_curves.metric, COMPUTE_AXES[cfg.compute_curves.x]}
     head, _, tail = cfg.table.metric.partition("{benchmark}")  # the table's metric, any benchmark
     return sorted(k for k in logged if k.startswith(EVALUATION_PREFIXES) or k in wanted
                   or (k.startswith(head) and k.endswith(tail) and len(k) > len(head) + len(tail)))
@@ -173,7 +175,12 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     if missing:
         notes.append(f"Not logged, not drawn: {', '.join(missing)}")
     notes += curve_notes
-    draws = {**static_draws(specs), **aggregate_draws(blocks, cfg.table)}
+    compute, compute_notes = compute_section(history, cfg.compute_curves, baselines=cfg.table.baselines,
+                                             scale=cfg.table.scale)
+    notes += compute_notes
+    if compute is not None:
+        paths.update(compute.write(out, cfg.formats))
+    draws = {**static_draws(specs), **aggregate_draws(blocks, cfg.table), **(compute.draws() if compute else {})}
     join_figures = draw_in_background(draws, out, cfg.formats) if figures_in_background else None
     figure_paths = {} if join_figures else save_figures(draws, out, cfg.formats)
     if "html" in cfg.formats:
@@ -182,6 +189,8 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
             extra += _fig_html(plotly_aggregates(blocks, cfg.table), "fig-aggregates")
         if grid is not None:
             extra += grid.html(paths)
+        if compute is not None:
+            extra += compute.html(_fig_html)
         html_page = _page(title, data, table, sections, notes, cfg, extra)
     writer = run_writer(tracking_uri or data.tracking_uri, log_to_run) if log_to_run else None  # beside the drawing
     paths.update(join_figures() if join_figures else figure_paths)
@@ -191,6 +200,8 @@ def write_report(data: SweepData, out_dir: str | Path, config: ReportConfig | No
     if writer is not None:
         writer.log_files([(p, "report" if p.parent == out else "report/figures") for p in paths.values()])
         writer.set_tag(NOTE_TAG, run_note(data, table, cfg, writer.tag("spec_file"), "html" in paths))
+        if compute is not None and compute.run_metrics():
+            writer.log_metrics(compute.run_metrics())
     return paths
 
 

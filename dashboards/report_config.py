@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from contract.metrics import ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG
+from contract.metrics import COMPUTE_AXES, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG
 from contract.suggest import did_you_mean
 from dashboards.table_model import TableConfig
 
@@ -25,6 +25,46 @@ DEFAULT_EMA_ALPHA = 0.1
 
 def _did_you_mean(key: str, known: list[str], where: str) -> ValueError:
     return ValueError(f"{where}: unknown key {key!r}{did_you_mean(key, known)} (known: {', '.join(known)})")
+
+
+@dataclass(frozen=True)
+class CurvesConfig:
+    """The spec's ``report.compute_curves``: ScaleRL's compute curves fitted per method (dashboards/compute_curves.py,
+    docs/compute-curves.md); `sweep fit`'s options are the same settings."""
+
+    enabled: bool = True
+    """Fit and write report/curves.md, .tex, .csv and figures/compute_curves.png, .pdf."""
+    x: str = "step"
+    """The compute axis: step, tokens (generated), trained_tokens, seconds (wall) or gpu_seconds (contract/metrics.py
+    COMPUTE_AXES)."""
+    metric: str = VAL_AVG
+    """The pass rate fitted (an evaluation key: val/avg/acc, val/<benchmark>/acc)."""
+    fit_from: float = 0.1
+    """Leave out points below this share of the largest compute (the early, noisy part)."""
+    extrapolate: float = 0.5
+    """The extrapolation check fits on this share of the compute and predicts the last point."""
+    r0: str = "base"
+    """"base": R0 fixed at the curve's value at compute 0 (the base policy's score); "fit": fitted."""
+    alpha: float = 0.05
+    """1 - the intervals' level; the comparisons' level after Holm's correction."""
+
+    def validate(self, where: str = "report.compute_curves") -> "CurvesConfig":
+        if not isinstance(self.enabled, bool):
+            raise ValueError(f"{where}.enabled: must be true or false, got {self.enabled!r}")
+        if self.x not in COMPUTE_AXES:
+            raise ValueError(f"{where}.x: must be one of {list(COMPUTE_AXES)}, got {self.x!r}")
+        if not isinstance(self.metric, str) or not self.metric:
+            raise ValueError(f"{where}.metric: must be a metric key (e.g. {VAL_AVG}), got {self.metric!r}")
+        for name, low_open in (("fit_from", False), ("extrapolate", True)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v < 1 if low_open else 0 <= v < 1):
+                raise ValueError(f"{where}.{name}: must be a share of the compute in {'(0, 1)' if low_open else '[0, 1)'}, "
+                                 f"got {v!r}")
+        if self.r0 not in ("base", "fit"):
+            raise ValueError(f"{where}.r0: must be 'base' (the curve's value at compute 0) or 'fit', got {self.r0!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 0.5:
+            raise ValueError(f"{where}.alpha: must be in (0, 0.5), got {self.alpha!r}")
+        return self
 
 
 @dataclass
@@ -53,6 +93,8 @@ class ReportConfig:
     """Files to write: html, md, latex, csv, png, pdf, svg (figures/<name>.<fmt>, matplotlib)."""
     title: str | None = None
     """Report title; default 'Sweep <name>'."""
+    compute_curves: CurvesConfig = field(default_factory=CurvesConfig)
+    """The compute-curve fits (report/curves.*): see CurvesConfig."""
 
     def validate(self) -> ReportConfig:
         if not isinstance(self.table, TableConfig):
@@ -69,6 +111,9 @@ class ReportConfig:
             raise ValueError(f"ReportConfig.by: must be 'method' or 'config', got {self.by!r}")
         if not isinstance(self.formats, list) or any(f not in FORMATS for f in self.formats):
             raise ValueError(f"ReportConfig.formats: must be a list drawn from {FORMATS}, got {self.formats!r}")
+        if not isinstance(self.compute_curves, CurvesConfig):
+            raise ValueError(f"ReportConfig.compute_curves: must be a CurvesConfig, got {type(self.compute_curves).__name__}")
+        self.compute_curves.validate()
         for name in ("benchmark_grid", "clipfrac"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReportConfig.{name}: must be true or false, got {getattr(self, name)!r}")
@@ -89,4 +134,11 @@ class ReportConfig:
                 if k not in tknown:
                     raise _did_you_mean(k, tknown, "report.table")
             table = TableConfig(**table)
-        return cls(table=table, **d).validate()
+        curves = d.pop("compute_curves", None) or {}
+        if isinstance(curves, dict):
+            cknown = [f.name for f in dataclasses.fields(CurvesConfig)]
+            for k in curves:
+                if k not in cknown:
+                    raise _did_you_mean(k, cknown, "report.compute_curves")
+            curves = CurvesConfig(**curves)
+        return cls(table=table, compute_curves=curves, **d).validate()

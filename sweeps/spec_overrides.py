@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.errors import ConfigError
 from contract.suggest import did_you_mean
 from sweeps.spec_errors import SpecError
 from sweeps.spec_presets import preset_groups, switch_preset

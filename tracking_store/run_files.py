@@ -5,19 +5,23 @@ files, through MLflow for any other store.
     writer.log_files([(Path("report/table.md"), "report"), (Path("report/figures/a.png"), "report/figures")])
     spec_file = writer.tag("spec_file")                  # None when the run has no such tag
     writer.set_tag("mlflow.note.content", text)          # the run's description in the MLflow UI
+    writer.log_metrics({"curves/m/GRPO/A": 0.35})        # at step 0, now: a report's numbers on the run
 
 What `sweep report` writes at the end (its files and the parent run's description) needs no MLflow client
 on the sqlite default: importing MLflow and opening its store takes 3-6 s, longer than the rest of a small
 report. In place does what MLflow's own local artifact repository and sqlite store do: a file is copied to
 ``<run's artifact dir>/<artifact path>/<its name>``; a tag is one row of MLflow's ``tags(key, value,
-run_uuid)`` table (primary key (key, run_uuid)), its value cut at MLflow's 8,000 characters.
+run_uuid)`` table (primary key (key, run_uuid)), its value cut at MLflow's 8,000 characters; a metric is
+a row of ``metrics`` (its history) and its value in ``latest_metrics``, as MLflow's sqlite store logs one.
 tests/tracking_store/test_run_files.py checks that MLflow's client reads back exactly what MLflow writes.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -51,6 +55,17 @@ class InPlaceWriter:
             con.execute("INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?) ON CONFLICT (key, run_uuid) "
                         "DO UPDATE SET value = excluded.value", (key, str(value)[:MAX_TAG_VALUE], self.run_id))
 
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        """Each metric at step 0 and the current time (finite values only: a report's numbers)."""
+        now = int(time.time() * 1000)
+        rows = [(k, float(v), now, self.run_id) for k, v in metrics.items() if math.isfinite(v)]
+        with closing(sqlite3.connect(self.db, timeout=60)) as con, con:  # one transaction
+            con.executemany("INSERT OR IGNORE INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+                            "VALUES (?, ?, ?, ?, 0, 0)", rows)
+            con.executemany("INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES "
+                            "(?, ?, ?, ?, 0, 0) ON CONFLICT (key, run_uuid) DO UPDATE SET value = excluded.value, "
+                            "timestamp = excluded.timestamp, step = 0", rows)
+
 
 class MlflowWriter:
     """Any other store (a server, a database, remote artifacts): through an MLflow client."""
@@ -67,6 +82,13 @@ class MlflowWriter:
 
     def set_tag(self, key: str, value: str) -> None:
         self.client.set_tag(self.run_id, key, value)
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()
+                                                    if math.isfinite(v)])
 
 
 def run_writer(uri: str, run_id: str) -> InPlaceWriter | MlflowWriter:

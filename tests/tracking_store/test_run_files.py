@@ -62,6 +62,18 @@ def test_in_place_writes_read_back_through_mlflow_as_mlflows_own(tmp_path):
     assert tags[in_place] == tags[by_mlflow] | {"mlflow.runName": "in-place"}
 
 
+def test_metrics_written_in_place_read_back_as_mlflows_own(tmp_path):
+    client, uri, (by_mlflow, in_place), _ = _store(tmp_path)
+    writers = {by_mlflow: MlflowWriter(uri, by_mlflow), in_place: run_writer(uri, in_place)}
+    for writer in writers.values():
+        writer.log_metrics({"curves/m/GRPO/A": 0.25, "curves/m/GRPO/B": 1.5, "skipped": float("nan")})
+        writer.log_metrics({"curves/m/GRPO/A": 0.35})  # a later report: the latest value replaces the first
+    latest = {rid: client.get_run(rid).data.metrics for rid in writers}
+    assert latest[in_place] == latest[by_mlflow] == {"curves/m/GRPO/A": 0.35, "curves/m/GRPO/B": 1.5}
+    history = {rid: sorted(m.value for m in client.get_metric_history(rid, "curves/m/GRPO/A")) for rid in writers}
+    assert history[in_place] == history[by_mlflow] == [0.25, 0.35]
+
+
 def test_other_stores_and_unknown_runs_go_through_mlflow(tmp_path):
     _, uri, _, remote = _store(tmp_path)
     assert isinstance(run_writer(uri, remote), MlflowWriter)  # its artifacts are not local files

@@ -158,7 +158,7 @@ def test_shipped_presets_equal_the_dataclass_defaults():
 # The shared evaluation path (evaluators/scoring.py) on the default preset's base policy: seed 3, 24 problems
 # per benchmark, eval_k 4, 64 new tokens, at steps 0 and 7 (the step seeds the evaluation stream), in the
 # reproducible numeric mode (trainers/local/numerics.py), meant to build the same base on any x86-64 CPU
-# with AVX2: sha1 cd0663db (first 8 hex digits), recorded 2026-11-28 from the path itself, a guard against
+# with AVX2: sha1 cd0663db (first 8 hex digits), recorded from the path itself, a guard against
 # later changes. A base of other bytes is skipped, naming its sha (the mode's own tests then say why).
 GOLDEN_VALIDATION = {
     "cd0663db": {
