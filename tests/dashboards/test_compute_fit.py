@@ -128,3 +128,18 @@ def test_reduced_calibration_recovers_A_and_covers_it():
     assert identified >= 50
     assert abs(np.mean(errors)) < 0.01
     assert 0.88 <= hits / identified <= 1.0, hits / identified
+
+
+def test_the_calibration_benchmark_smoke_prints_every_case_and_draws(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    figure = tmp_path / "cal.png"
+    out = subprocess.run([sys.executable, str(repo / "benchmarks" / "compute_fit_calibration.py"), "--smoke",
+                          "--figure", str(figure)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for case in ("default study (3 seeds, 11 evals)", "not bent (C_mid 400)", "one method with 3x the seed spread"):
+        assert case in out.stdout, out.stdout
+    assert "identified" in out.stdout and figure.read_bytes()[:4] == b"\x89PNG"
