@@ -27,6 +27,19 @@ def _did_you_mean(key: str, known: list[str], where: str) -> ValueError:
     return ValueError(f"{where}: unknown key {key!r}{did_you_mean(key, known)} (known: {', '.join(known)})")
 
 
+def _section(value, cls: type, where: str):
+    """A sub-section's mapping as ``cls`` (unknown keys refused with a suggestion); anything else as given,
+    for the owner's validate() to name."""
+    value = value or {}
+    if not isinstance(value, dict):
+        return value
+    known = [f.name for f in dataclasses.fields(cls)]
+    for k in value:
+        if k not in known:
+            raise _did_you_mean(k, known, where)
+    return cls(**value)
+
+
 @dataclass(frozen=True)
 class CurvesConfig:
     """The spec's ``report.compute_curves``: ScaleRL's compute curves fitted per method (dashboards/compute_curves.py,
@@ -127,18 +140,6 @@ class ReportConfig:
         for k in d:
             if k not in known:
                 raise _did_you_mean(k, known, "report")
-        table = d.pop("table", None) or {}
-        if isinstance(table, dict):
-            tknown = [f.name for f in dataclasses.fields(TableConfig)]
-            for k in table:
-                if k not in tknown:
-                    raise _did_you_mean(k, tknown, "report.table")
-            table = TableConfig(**table)
-        curves = d.pop("compute_curves", None) or {}
-        if isinstance(curves, dict):
-            cknown = [f.name for f in dataclasses.fields(CurvesConfig)]
-            for k in curves:
-                if k not in cknown:
-                    raise _did_you_mean(k, cknown, "report.compute_curves")
-            curves = CurvesConfig(**curves)
+        table = _section(d.pop("table", None), TableConfig, "report.table")
+        curves = _section(d.pop("compute_curves", None), CurvesConfig, "report.compute_curves")
         return cls(table=table, compute_curves=curves, **d).validate()
