@@ -33,6 +33,9 @@ from dashboards.curve_files import MIN_COMPUTES, MIN_POINTS
 from dashboards.compute_tables import curves_csv, curves_latex, curves_markdown, fit_cells, seeds_csv
 from dashboards.report_config import CurvesConfig
 
+MAX_FAMILIES = 60
+"""More curve families (model x method, or method x config) than this are not fitted: ~0.2 s each (pooled, per
+seed, extrapolation), a 2,000-trial grid reported per config would spend minutes on fits nobody reads."""
 X_LABELS = {"step": "step", "tokens": "tokens generated", "trained_tokens": "tokens trained",
             "seconds": "wall seconds", "gpu_seconds": "GPU-seconds"}
 
@@ -154,6 +157,11 @@ def compute_section(history: pd.DataFrame, cfg: CurvesConfig, *, baselines: list
         notes.append(f"compute curves: {', '.join(few)} not fitted: fewer than {MIN_POINTS} evaluations at "
                      f"{MIN_COMPUTES} compute values after compute 0 (the sigmoid has 3 parameters)")
         frame = frame[[key in enough for key in zip(frame["model"], frame["method"])]]
+    families = frame[["model", "method"]].drop_duplicates()
+    if len(families) > MAX_FAMILIES:
+        notes.append(f"compute curves: {len(families)} method/config curve families, more than {MAX_FAMILIES}: not "
+                     "fitted (a grid reported per config; report.table.rows: method picks one config per method)")
+        return None, notes
     if frame.empty:
         return None, notes
     study = fit_study(frame, cfg, baselines=[b for b in baselines or [] if b in set(frame["method"])] or None)

@@ -76,3 +76,13 @@ def test_the_spec_section_is_validated():
     with pytest.raises(ValueError, match=r"report.compute_curves.extrapolate: must be a share of the compute in \(0, 1\)"):
         ReportConfig.from_dict({"compute_curves": {"extrapolate": 1.0}})
     assert ReportConfig.from_dict({"compute_curves": {"x": "seconds", "r0": "fit"}}).compute_curves.r0 == "fit"
+
+
+def test_a_grid_of_many_configs_is_not_fitted_and_says_why():
+    from dashboards.compute_report import MAX_FAMILIES, compute_section
+
+    rows = [(f"r{c}.{s}", "m", "GRPO", f"c{c}", str(s), "val/avg/acc", step, 0.1 + 0.001 * step)
+            for c in range(MAX_FAMILIES + 1) for s in range(2) for step in (0, 10, 20, 30, 40)]
+    history = pd.DataFrame(rows, columns=["run_id", "model", "method", "config", "seed", "key", "step", "value"])
+    section, notes = compute_section(history, CurvesConfig())
+    assert section is None and f"{MAX_FAMILIES + 1} method/config curve families" in notes[-1]
