@@ -7,9 +7,10 @@
     python benchmarks/sweep_scale.py --json runs/scale.json        # the figures as JSON too
 
 The trial is the synthetic backend's (trainers/synthetic/: the metric keys of a real trial, no model; 200
-steps, 11 metrics a step, validation every 50 steps, one checkpoint at the end; ``--pace`` seconds of sleep
-a step, 0 by default, so what is measured is the machinery, not the work). Each mode runs in its own child
-process, which is the driver, on a local Ray of 2 CPUs, 0.5 CPU and at most 4 trials at once (``--slots``):
+steps, 14 metrics a step (11 of training, 3 compute sums), validation every 50 steps, one checkpoint at the
+end; ``--pace`` seconds of sleep a step, 0 by default, so what is measured is the machinery, not the work).
+Each mode runs in its own child process, which is the driver, on a local Ray of 2 CPUs, 0.5 CPU and at most 4
+trials at once (``--slots``):
 
   raw    ray.init + tune.Tuner over a function trainable that calls the synthetic train function and
          tune.reports every step (with the last validation values, for ASHA), Tune's

@@ -90,8 +90,9 @@ def test_sweep_scale_smoke_runs_both_drivers_and_every_step_reaches_the_store(tm
                timeout=560)
     assert "| N | wall s raw / sweep | ratio |" in out and "\n| 8 | " in out
     figures = json.loads(figures_file.read_text())["sqlite/grid"]["8"]
-    # 8 trials x (10 steps x 11 metrics + trial/step at steps 0-10 + 6 evaluations x 4 val keys): each once
-    assert figures["sweep"]["rows"] == 8 * (10 * 11 + 11 + 6 * 4)
+    # 8 trials x (10 steps x (11 metrics + 3 compute sums, no GPU's) + trial/step at steps 0-10
+    # + 6 evaluations x 4 val keys): each once
+    assert figures["sweep"]["rows"] == 8 * (10 * 14 + 11 + 6 * 4)
     assert figures["sweep"]["runs_listed"] == 9 and figures["raw"]["runs_listed"] == 8  # + the sweep's parent run
     assert figures["raw"]["rows"] > 8 * 10 * 11  # Tune's own fields besides the trial's
     assert figures["sweep"]["status_s"] > 0 and figures["sweep"]["report_s"] > 0
@@ -120,8 +121,9 @@ def test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_repo
     assert all(figures["injected"][kind] > 0 for kind in kinds), figures["injected"]
     assert figures["survived"] == figures["injected"] and figures["injected"]["driver SIGKILL"] == 2
     assert figures["injected"]["trial crash"] == figures["planned_crashes"]
-    # 20 trials x (20 steps x 11 metrics + trial/step at steps 0-20 + 5 evaluations x 4 val keys), each once
-    assert figures["rows"]["rows"] == 20 * (20 * 11 + 21 + 5 * 4)
+    # 20 trials x (20 steps x (11 metrics + 3 compute sums) + trial/step at steps 0-20 + 5 evaluations x 4 val keys),
+    # each once
+    assert figures["rows"]["rows"] == 20 * (20 * 14 + 21 + 5 * 4)
     assert figures["rows"]["duplicates"] == figures["rows"]["missing"] == figures["rows"]["extra"] == 0
     assert set(figures["report_files"]) >= {"table.md", "table.csv"} and figures["report_differing"] == []
 

@@ -86,3 +86,19 @@ def test_a_grid_of_many_configs_is_not_fitted_and_says_why():
     history = pd.DataFrame(rows, columns=["run_id", "model", "method", "config", "seed", "key", "step", "value"])
     section, notes = compute_section(history, CurvesConfig())
     assert section is None and f"{MAX_FAMILIES + 1} method/config curve families" in notes[-1]
+
+
+def test_several_models_get_a_figure_each_and_their_own_fits(curves_store, tmp_path):
+    """Two models: one `compute_curves_<model>` figure each, and every method fitted once per model."""
+    from dashboards.compute_report import compute_section
+
+    _, data = curves_store
+    other = data.history.assign(run_id=data.history["run_id"].astype(str) + "-b", model="m-b")
+    history = pd.concat([data.history.astype({"run_id": str, "model": str}), other], ignore_index=True)
+    section, _ = compute_section(history, CurvesConfig(fit_from=0.1))
+    models = sorted(set(data.history["model"]) | {"m-b"})
+    assert sorted(section.draws()) == [f"compute_curves_{m}" for m in models]
+    fitted = {(m.model, m.method) for m in section.study.methods}
+    assert fitted == {(model, method) for model in models for method in set(data.trials["method"])}
+    a, b = ({m.method: m.fit.A for m in section.study.methods if m.model == model} for model in models)
+    assert a == pytest.approx(b, nan_ok=True)  # the same points: the same fit

@@ -87,7 +87,7 @@ def test_every_command_module_is_small_and_the_dispatcher_defines_no_command():
     from sweeps.cli import app
 
     registered = {c.name: c.callback for c in app.registered_commands}
-    assert set(registered) == {"run", "resume", "status", "ui", "ls-objectives", "report", "table", "eval"}
+    assert set(registered) == {"run", "resume", "status", "ui", "ls-objectives", "report", "table", "eval", "fit"}
     for name, callback in registered.items():
         module = getattr(callback, "__wrapped__", callback).__module__
         assert module.startswith("sweeps.commands."), (name, module)
@@ -112,7 +112,7 @@ def test_every_boolean_flag_shows_as_a_plain_flag_in_every_help():
     from sweeps.cli import app
 
     walked = list(_walk(typer.main.get_command(app)))
-    assert {" ".join(path) for path, _ in walked} >= {"", "run", "resume", "status", "ui", "report", "table", "eval"}
+    assert {" ".join(path) for path, _ in walked} >= {"", "run", "resume", "status", "ui", "report", "table", "eval", "fit"}
     for path, command in walked:
         text = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
         assert not re.search(r"[<\[{(]bool[>\]})]", text, re.I), (path, text)
