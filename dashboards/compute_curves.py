@@ -77,10 +77,12 @@ class Comparison:
     interval: tuple[float, float]
     p: float
     p_holm: float = math.nan
+    alpha: float = 0.05
+    """The level the Holm-adjusted p-value is judged at (CurvesConfig.alpha)."""
 
     @property
     def significant(self) -> bool:
-        return self.p_holm < 0.05
+        return self.p_holm < self.alpha
 
 
 @dataclass
@@ -187,7 +189,7 @@ def compare(m: MethodCurves, b: MethodCurves, parameter: str, alpha: float) -> C
     lo, hi = est - t * se, est + t * se
     if parameter == "B":
         est, lo, hi = math.exp(est), math.exp(lo), math.exp(hi)
-    return Comparison(m.model, m.method, b.method, parameter, est, (lo, hi), p)
+    return Comparison(m.model, m.method, b.method, parameter, est, (lo, hi), p, alpha=alpha)
 
 
 def fit_study(frame: pd.DataFrame, config: CurvesConfig = CurvesConfig(), *, r0: dict | None = None,
