@@ -4,9 +4,9 @@
     python benchmarks/compute_fit_calibration.py --reps 40 --figure /tmp/cal.png    # a quick look
     python benchmarks/compute_fit_calibration.py --smoke         # seconds: every case, 3 studies
 
-Curves are simulated with known A, B, C_mid and the default study's noise (dashboards/curve_simulation.py:
+Curves are simulated with known A, B, C_mid and the default study's noise (dashboards/stats/curve_simulation.py:
 3 seeds, 11 evaluations, its measured seed and point spreads), fitted as `sweep report` fits them
-(dashboards/compute_curves.py fit_study, defaults: fit from 10% of compute, R0 at the base's score), and
+(dashboards/stats/compute_curves.py fit_study, defaults: fit from 10% of compute, R0 at the base's score), and
 judged against the truth. Per case it prints: the share of fits that are identified, A's bias and RMSE
 (points x100), B's median ratio to the truth, the coverage of the 95% intervals of A, B and C_mid among
 identified fits (target 0.93-0.97; its Monte-Carlo error at 400 studies is about ±0.02), the extrapolation
@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboards.compute_curves import CurvesConfig, fit_study  # noqa: E402
-from dashboards.compute_fit import OK  # noqa: E402
-from dashboards.curve_simulation import DEFAULT_CURVE, DEFAULT_STUDY, simulate  # noqa: E402
+from dashboards.stats.compute_curves import CurvesConfig, fit_study  # noqa: E402
+from dashboards.stats.compute_fit import OK  # noqa: E402
+from dashboards.stats.curve_simulation import DEFAULT_CURVE, DEFAULT_STUDY, simulate  # noqa: E402
 
 CASES = {  # name: (shape, (A, B, C_mid))
     "default study (3 seeds, 11 evals)": (DEFAULT_STUDY, DEFAULT_CURVE),
@@ -86,7 +86,7 @@ def false_difference(reps: int, rng) -> dict:
 
 
 def draw(results: dict, path: Path) -> None:
-    from dashboards.static_figures import import_matplotlib
+    from dashboards.figures.static import import_matplotlib
 
     import_matplotlib(path.parent / ".matplotlib")
     from matplotlib.backends.backend_agg import FigureCanvasAgg

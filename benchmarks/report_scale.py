@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboards.collect import collect  # noqa: E402
-from dashboards.report import ReportConfig, _fig_html, build_figures  # noqa: E402
-from dashboards.synthetic import BENCHMARKS, METHODS, TRAIN_KEYS, fill_store  # noqa: E402
-from dashboards.sweep_tables import table_from_sweep  # noqa: E402
+from dashboards.collect.sweep_runs import collect  # noqa: E402
+from dashboards.report.writer import ReportConfig, _fig_html, build_figures  # noqa: E402
+from dashboards.collect.synthetic_store import BENCHMARKS, METHODS, TRAIN_KEYS, fill_store  # noqa: E402
+from dashboards.tables.from_sweep import table_from_sweep  # noqa: E402
 
 
 def _fill(uri: str, root: Path, name: str, methods, configs: int, seeds, steps: int) -> None:

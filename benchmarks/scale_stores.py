@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contract.env import MLFLOW_SERVER_JOBS  # noqa: E402
-from sweeps.ui_server import answers  # noqa: E402
+from sweeps.ui.server import answers  # noqa: E402
 
 
 @dataclass

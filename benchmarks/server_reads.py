@@ -84,8 +84,8 @@ def timed(args: list[str], cwd: Path, runs: int) -> tuple[float, float, float]:
 
 
 def smoke_store(root: Path) -> tuple[Path, str]:
-    """A small synthetic sweep (dashboards/synthetic.py) in sqlite under ``root``: (its folder, its name)."""
-    from dashboards.synthetic import fill_store
+    """A small synthetic sweep (dashboards/collect/synthetic_store.py) in sqlite under ``root``: (its folder, its name)."""
+    from dashboards.collect.synthetic_store import fill_store
 
     fill_store(f"sqlite:///{root}/mlflow.db", "reads-smoke", artifact_root=str(root / "mlartifacts"), seeds=(0, 1, 2),
                steps=20, eval_every=5)

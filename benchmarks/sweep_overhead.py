@@ -13,7 +13,7 @@ one trial takes about ``--trial-seconds`` on one core (calibrated in this proces
 one evaluation and a few RL steps are timed first), evaluation only at step 0 and at the end and
 cheaper (``data.eval_size=16``, ``trainer.eval_k=1``), ``trainer.checkpoint_every=0`` (only the
 final checkpoint that the sweep runner asks for) and one torch thread per trial (``local.threads=1``,
-set by the trainer itself in every mode). The trial configs come from ``sweeps.spec.load_spec`` on a
+set by the trainer itself in every mode). The trial configs come from ``sweeps.spec.load.load_spec`` on a
 spec written into the run directory, so all three modes do bit-identical work (same seeds, same data,
 same base checkpoint, same steps). The base checkpoint is built before anything is timed.
 
@@ -22,7 +22,7 @@ same base checkpoint, same steps). The base checkpoint is built before anything 
   (b) raw Ray Tune: ``ray.init(num_cpus=2)`` + a ``tune.Tuner`` over the four configs with a function
       trainable that calls ``train`` and ``tune.report``s every step, 1 CPU per trial, max 2 concurrent,
       Tune's default loggers on (the platform turns them off: MLflow is its record).
-  (c) the platform: ``sweeps.runner.run_sweep(spec, RunOptions(num_cpus=2))``: the same Tune trials
+  (c) the platform: ``sweeps.driver.runner.run_sweep(spec, RunOptions(num_cpus=2))``: the same Tune trials
       plus MLflow (sqlite, the driver logs every step of every trial as it streams in), the final
       checkpoint per trial, the progress bookkeeping; max_concurrent 2, 1 CPU per trial.
 
@@ -48,7 +48,7 @@ tail = last result to the end. The 2 cores are shared with other jobs, so a /pro
 CPU seconds of this process tree (driver, Ray daemons, workers) and of everything else: efficiency is
 also shown against the cores the other jobs left free, and (a)'s CPU over (b)'s / (c)'s CPU is a
 load-independent measure of what Ray and the platform cost. In mode (c) this process patches
-``SweepTracker`` methods and ``sweeps.runner.init_ray`` with timers (restored after; no file changes).
+``SweepTracker`` methods and ``sweeps.driver.runner.init_ray`` with timers (restored after; no file changes).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: `trainers` lives
     sys.path.insert(0, str(REPO))
 
 from benchmarks.cpu_meter import CpuMeter  # noqa: E402
-from sweeps.runner import RunOptions, prepare_environment, run_sweep  # noqa: E402
+from sweeps.driver.runner import RunOptions, prepare_environment, run_sweep  # noqa: E402
 
 RT = REPO / ".rt"  # Ray temp dirs (git-ignored, short path)
 os.environ.setdefault("RAY_TMPDIR", str(RT))
@@ -76,7 +76,8 @@ import logging  # noqa: E402
 
 import yaml  # noqa: E402
 
-from sweeps.spec import load_spec  # noqa: E402
+from sweeps.spec.load import load_spec  # noqa: E402
+from tracking_store.roles import children_filter  # noqa: E402
 from trainers.config import TrialConfig  # noqa: E402
 from trainers.local.data import load_data  # noqa: E402
 from trainers.local.trainer import LocalTrainer, evaluate, train  # noqa: E402
@@ -131,7 +132,7 @@ class MlflowTimer:
     METHODS = ("__init__", "start_trial", "log_result", "set_tags", "end_trial", "end_sweep")
 
     def __enter__(self):
-        from sweeps.tracking import SweepTracker
+        from sweeps.tracking.sweep_runs import SweepTracker
 
         self.calls: dict[str, list[float]] = {m: [] for m in self.METHODS}
         self.trial_started: dict[str, float] = {}  # trial id -> time.time() when its child run was created
@@ -152,7 +153,7 @@ class MlflowTimer:
         return wrapper
 
     def __exit__(self, *exc):
-        from sweeps.tracking import SweepTracker
+        from sweeps.tracking.sweep_runs import SweepTracker
 
         for name, fn in self.saved.items():
             setattr(SweepTracker, name, fn)
@@ -164,7 +165,7 @@ def arrival_gaps(arrivals: dict[str, list[tuple[float, float | None]]]) -> list[
     i.e. the time a trial spends outside rl_step. (b): the times results reached the driver; Tune
     function trainables report synchronously (the training thread waits in tune.report until the
     driver has processed the result), so this is the report round trip, driver callbacks included.
-    (c): the time each step ended in the trial (trials batch their reports, sweeps/trial.py)."""
+    (c): the time each step ended in the trial (trials batch their reports, sweeps/driver/trial.py)."""
     gaps = []
     for seq in arrivals.values():
         for (t_prev, _), (t, step_s) in zip(seq, seq[1:]):
@@ -270,7 +271,7 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
     from ray import tune  # noqa: F401 - imported before the timed part, as in (b)
 
     spec = load_spec(spec_path)
-    import sweeps.runner as runner
+    import sweeps.driver.runner as runner
 
     init_ray, ray_init_s = runner.init_ray, []
 
@@ -301,12 +302,12 @@ def mode_c(spec_path: Path, run_dir: Path, temp_dir: Path) -> dict:
 def mlflow_history(uri: str, parent: str) -> tuple[list[int], list[float], dict]:
     """reward/mean points per child run (every step streamed?), all perf/step_time_s values, and per
     trial the (time, step time) of every step: each step is stamped with the time it ended in the
-    trial (sweeps/trial.py sends them in batches; SweepTracker.log_result keeps the stamps)."""
+    trial (sweeps/driver/trial.py sends them in batches; SweepTracker.log_result keeps the stamps)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_run(parent).info.experiment_id
-    runs = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
+    runs = client.search_runs([exp], children_filter(parent))
     points = sorted(len(client.get_metric_history(r.info.run_id, "reward/mean")) for r in runs)
     arrivals = {}
     for r in runs:

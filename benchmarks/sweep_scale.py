@@ -16,7 +16,7 @@ trials at once (``--slots``):
          tune.reports every step (with the last validation values, for ASHA), Tune's
          ``MLflowLoggerCallback`` logging every result to the same kind of store; reuse_actors on, Tune's
          CSV/JSON/TensorBoard loggers off (as the platform has them: MLflow is the one record).
-  sweep  ``sweeps.runner.run_sweep`` on a spec of the same trials (load_spec included): what
+  sweep  ``sweeps.driver.runner.run_sweep`` on a spec of the same trials (load_spec included): what
          ``sweep run SPEC --no-report`` does, status lines as in a batch job.
   tune   raw's Tuner with no logger callback at all: what Ray Tune itself costs the driver (no store, no
          rows), the floor under both; its peak RSS says how much of a driver's growth with N is Tune's.
@@ -100,8 +100,8 @@ def write_spec(job: dict) -> Path:
 
 
 def run_sweep_mode(job: dict) -> None:
-    from sweeps.runner import RunOptions, run_sweep
-    from sweeps.spec import load_spec
+    from sweeps.driver.runner import RunOptions, run_sweep
+    from sweeps.spec.load import load_spec
 
     spec = load_spec(write_spec(job))
     run_sweep(spec, RunOptions(run_dir=Path(job["run_dir"]), tracking_uri=job["tracking_uri"], num_cpus=RAY_CPUS,

@@ -41,6 +41,7 @@ from pathlib import Path
 import yaml
 
 from contract.env import MLFLOW_SERVER_JOBS
+from tracking_store.roles import TRIAL, role_filter
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -113,7 +114,7 @@ def steps_in_store(server: Server, sweep: str) -> dict[str, list[int]]:
 
     client = MlflowClient(server.uri)
     exp = client.get_experiment_by_name(sweep)
-    runs = client.search_runs([exp.experiment_id], "tags.role = 'trial'")
+    runs = client.search_runs([exp.experiment_id], role_filter(TRIAL))
     return {r.data.tags["trial_id"]: sorted(m.step for m in client.get_metric_history(r.info.run_id, "reward/mean"))
             for r in runs}
 
@@ -151,7 +152,7 @@ def run(root: Path, server: Server, name: str, steps: int, outage_s: float) -> d
             client = MlflowClient(server.uri)
             while driver.poll() is None:  # the first step in the store
                 exp = client.get_experiment_by_name(name)
-                runs = client.search_runs([exp.experiment_id], "tags.role = 'trial'") if exp else []
+                runs = client.search_runs([exp.experiment_id], role_filter(TRIAL)) if exp else []
                 if any(r.data.metrics.get("reward/mean") is not None for r in runs):
                     break
                 time.sleep(0.5)

@@ -70,8 +70,8 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: `trainers` lives
 import yaml  # noqa: E402
 
 from benchmarks.verl_process_tree import (  # noqa: E402
-    ROLES, TreeMeter, Watcher, become_subreaper, ray_times, wait_for_quiet,
-)
+                                          ROLES, TreeMeter, Watcher, become_subreaper, ray_times, wait_for_quiet,
+                                          )
 
 RT = REPO / ".rt"  # Ray temp dirs (git-ignored, short: Unix socket paths)
 CACHE = REPO / ".cache" / "verl_bench"  # tiny Qwen3 + parquet files, built once, reused
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     become_subreaper()
-    from sweeps.spec import load_spec
+    from sweeps.spec.load import load_spec
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = REPO / "runs" / f"verl_overhead-{stamp}"

@@ -108,7 +108,7 @@ MLFLOW_HTTP_TIMEOUT = EnvVar("MLFLOW_HTTP_REQUEST_TIMEOUT", float, 120.0,
 MLFLOW_BACKEND_STORE = EnvVar("MLFLOW_BACKEND_STORE_URI", str, None,
                               "The store of the `mlflow server` that `sweep ui` starts: set to the sweep's store.",
                               "MLflow")
-# ---- Ray's and Ray Tune's own (sweeps/ray_cluster.py sets them before Ray starts)
+# ---- Ray's and Ray Tune's own (sweeps/driver/ray_cluster.py sets them before Ray starts)
 RAY_AUTH_TOKEN = EnvVar("RAY_AUTH_TOKEN", str, None,
                         "The cluster token: turns token mode on for the driver (a local cluster gets a fresh one).",
                         "Ray")
@@ -128,11 +128,11 @@ TUNE_STRICT_METRICS_OFF = EnvVar("TUNE_DISABLE_STRICT_METRIC_CHECKING", bool, Fa
 TUNE_CHECKPOINT_SYNC_WARNING = EnvVar("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", float, 5.0,
                                       "Tune's warning on slow experiment syncs: 0 (off) unless set.", "Ray")
 TUNE_SIGINT_HANDLER_OFF = EnvVar("TUNE_DISABLE_SIGINT_HANDLER", bool, False,
-                                 "Always set: Ctrl-C and SIGTERM are the driver's (sweeps/interrupts.py).", "Ray")
+                                 "Always set: Ctrl-C and SIGTERM are the driver's (sweeps/driver/interrupts.py).", "Ray")
 TUNE_AUTO_LOGGERS_OFF = EnvVar("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", bool, False,
                                "Tune's CSV/JSON/TensorBoard files per trial: off unless set (MLflow is the record).",
                                "Ray")
-# ---- caches and quiet libraries (sweeps/ray_cluster.py: inside the run directory)
+# ---- caches and quiet libraries (sweeps/driver/ray_cluster.py: inside the run directory)
 HF_HOME = EnvVar("HF_HOME", str, None, "Hugging Face's cache: <run dir>/.cache/huggingface unless set.",
                  "Hugging Face")
 HF_HUB_OFFLINE = EnvVar("HF_HUB_OFFLINE", bool, False, "No model hub downloads: on unless set.", "Hugging Face")

@@ -14,6 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 
+RESUME_HINT = "interrupted: run the same command again to resume"  # the last words of a stopped driver
+
+
 class InputError(ValueError):
     """Bad input from the user; the message names where, which key, and what was expected."""
 

@@ -15,7 +15,7 @@ The tree (``<sweep>`` is the spec's ``name``, ``<trial>`` a trial id such as ``g
       mlflow.db                          store            the default MLflow store (sqlite)
       mlartifacts/                       artifacts        its artifacts (reports, resolved specs, configs)
       .locks/                            locks
-        <sweep>.lock, <sweep>.lock.owner SweepLayout.lock one driver per sweep (sweeps/sweep_lock.py)
+        <sweep>.lock, <sweep>.lock.owner SweepLayout.lock one driver per sweep (sweeps/tracking/lock.py)
         mlflow-store.lock                store_lock       creating a sqlite store (beside any sqlite store)
       .ray/                              ray_temp         the local Ray temp dir (sessions, sockets, logs; tmp/:
                                                           its processes' TMPDIR unless one is set)
@@ -40,7 +40,7 @@ The tree (``<sweep>`` is the spec's ``name``, ``<trial>`` a trial id such as ``g
         report/                          report           tables, report.html, figures/
 
 Under an evaluation directory (``step_<N>/``) trial_eval/eval_run.py keeps ``<protocol hash>/`` and
-``model/``; under ``report/`` dashboards/report.py its files. Those are theirs, not the run's.
+``model/``; under ``report/`` dashboards/report/writer.py its files. Those are theirs, not the run's.
 
 Pure pathlib (no I/O, no platform imports): every floor imports it. Nothing here creates a directory.
 Resume depends on these names: changing one orphans the runs already on disk.
@@ -220,3 +220,23 @@ class SweepLayout:
     def report(self) -> Path:
         """The end-of-sweep report (`sweep run`, `sweep report NAME`)."""
         return self.dir / "report"
+
+
+def checkpoint_candidates(results_dir: Path, trial_id: str, max_step: int, keep: int = 3) -> list[Path]:
+    """A trial's checkpoints across earlier attempts holding a step <= ``max_step``, newest first;
+    ``results_dir`` is a sweep's ``ray_results`` (contract/run_layout.py, else a ValueError).
+
+    ``max_step`` is the last step recorded in MLflow: a killed driver may have lost the metrics of
+    the steps after it, so the trial resumes early enough to replay them (already-logged steps are
+    skipped), and every step ends up logged exactly once. Older candidates are fallbacks for a
+    newest one that turns out unreadable (truncated, corrupt).
+    """
+    found = []
+    for step_file in SweepLayout.of_ray_results(results_dir).step_files(trial_id):
+        try:
+            step = int(step_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if step <= max_step:
+            found.append((step, step_file.stat().st_mtime, step_file.parent))
+    return [path for _, _, path in sorted(found, reverse=True)[:keep]]

@@ -4,10 +4,13 @@
     sweep report SWEEP [--tracking-uri URI] [--out DIR]      # the commands: sweeps/commands/report.py, table.py
     sweep table RESULTS.csv --format latex
 
-Modules: collect (MLflow/CSV -> frames), tables (+ table_model, render: md/latex/html/csv,
-significance), curves (means, bands, smoothing; plotly), static_figures (matplotlib PNG/PDF/SVG),
-report (HTML + artifacts; report_config: ReportConfig, no pandas), terminal_table, recorded_spec (and the
-report's settings), synthetic (test/bench stores), smoke.
+Rooms, low to high (a room imports only rooms below it: tests/test_import_floors.py):
+
+    collect/   a study's data: a sweep's runs from MLflow, recorded specs and verdicts, results files
+    stats/     paired tests, intervals, aggregates, seed spread, grid selection, compute-curve fits
+    tables/    paper tables: built from a sweep or a file, rendered as Markdown, LaTeX, HTML, CSV, terminal
+    figures/   training curves (plotly, matplotlib) and compute curves
+    report/    `sweep report`: its settings, sections, files and HTML; the smoke run
 """
 
 from contract.env import MLFLOW_TELEMETRY_OFF as _TELEMETRY_OFF

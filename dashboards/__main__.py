@@ -1,5 +1,5 @@
-"""`python -m dashboards --smoke [--keep]`: see dashboards/smoke.py."""
+"""`python -m dashboards --smoke [--keep]`: see dashboards/report/smoke.py."""
 
-from dashboards.smoke import main
+from dashboards.report.smoke import main
 
 raise SystemExit(main())

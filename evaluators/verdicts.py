@@ -10,7 +10,7 @@ where ``correct[i]`` is problem i's samples as a string of 0/1 (sample order kep
 is the stable id of its source row (evaluators.tasks.Problem.id), or ``<benchmark>-<index>`` for a
 generated split, whose problems are the same for the same `data.seed` and `data.eval_size`: every
 method of a study is then evaluated on the same ids, which the paired statistics
-(dashboards/paired_stats.py) rely on. MLflow artifact path: contract.metrics.verdicts_artifact.
+(dashboards/stats/paired_stats.py) rely on. MLflow artifact path: contract.metrics.verdicts_artifact.
 """
 
 from __future__ import annotations

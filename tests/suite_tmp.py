@@ -36,7 +36,7 @@ SYSTEM_TMP = Path("/tmp")
 SUITE_NAMES = (  # (name pattern, the tool that names its temporary files so)
     (r"tmp[a-z0-9_]{8}.*", "Python's tempfile (mkdtemp, mkstemp, TemporaryDirectory: MLflow, wandb, ...)"),
     (r"db_init_lock-.*", "MLflow's store-init lock"),
-    (r"verdicts-.*", "the report's verdicts (dashboards/verdict_data.py)"),
+    (r"verdicts-.*", "the report's verdicts (dashboards/collect/verdicts.py)"),
     (r"pymp-.*", "Python's multiprocessing"),
     (r"ray|_ray_lockfiles", "Ray"),
     (r"torchinductor_.*", "torch.compile"),

@@ -12,6 +12,10 @@ The floors, low to high (a package may import any package below it, never one ab
     dashboards   MLflow -> tables, curves, the report
     sweeps       specs, the Ray Tune runner, tracking, the `sweep` CLI
 
+Inside dashboards/ and sweeps/ the rooms (subpackages) have floors of their own, low to high (ROOMS); a
+module at the top of the package (``sweeps/cli.py``, ``dashboards/__main__.py``) is above every room, and
+nothing else lives there.
+
 Every ``import`` and ``from ... import`` of every .py file under these packages is read with ``ast``
 (those inside functions and under ``if TYPE_CHECKING:`` too: a lazy import still runs one way).
 Modules are files; ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else
@@ -28,6 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FLOORS = ["contract", "tracking_store", "policy", "evaluators", "trainers", "trial_eval", "dashboards", "sweeps"]
 LEVEL = {package: i for i, package in enumerate(FLOORS)}
+ROOMS = {
+    "dashboards": ["model", "collect", "stats", "tables", "figures", "report"],
+    "sweeps": ["spec", "ui", "tracking", "driver", "commands"],
+}
+TOP_OF_ROOMS = {"dashboards": {"__init__", "__main__"}, "sweeps": {"__init__", "cli"}}
 
 
 def _module_name(path: Path) -> str:
@@ -81,6 +90,34 @@ def test_every_package_imports_only_lower_floors():
                 upward.append(f"{modules[name].relative_to(REPO)}:{line} imports {target} "
                               f"({name.split('.')[0]} is below {target.split('.')[0]})")
     assert not upward, "imports that run up a floor (order: " + " < ".join(FLOORS) + "):\n" + "\n".join(upward)
+
+
+def _room(module: str) -> tuple[str, int] | None:
+    """(package, floor of the module's room) inside a package with rooms; the top of the package is above them."""
+    parts = module.split(".")
+    if parts[0] not in ROOMS:
+        return None
+    rooms = ROOMS[parts[0]]
+    return parts[0], rooms.index(parts[1]) if len(parts) > 2 or (len(parts) == 2 and parts[1] in rooms) else len(rooms)
+
+
+def test_the_rooms_of_dashboards_and_sweeps_import_only_rooms_below():
+    modules = _modules()
+    for package, rooms in ROOMS.items():
+        found = {p.name for p in (REPO / package).iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+        assert found == set(rooms), f"{package}/: rooms {sorted(found)}, ROOMS lists {rooms}"
+        loose = {p.stem for p in (REPO / package).glob("*.py")} - TOP_OF_ROOMS[package]
+        assert not loose, f"{package}/: modules {sorted(loose)} outside every room"
+    _, edges = _graph()
+    upward = []
+    for name, found in edges.items():
+        own = _room(name)
+        for target, line in found:
+            there = _room(target)
+            if own and there and own[0] == there[0] and there[1] > own[1]:
+                upward.append(f"{modules[name].relative_to(REPO)}:{line} imports {target}")
+    order = "; ".join(f"{p}: " + " < ".join(r) for p, r in ROOMS.items())
+    assert not upward, f"imports that run up a room ({order}):\n" + "\n".join(upward)
 
 
 def test_no_import_cycles_between_modules():

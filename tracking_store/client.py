@@ -3,7 +3,7 @@
     client = open_existing(uri)          # read commands: a missing sqlite store is StoreMissing, never created
     client = open_client(uri)            # drivers: opens (creates) a sqlite store under store_lock
     exp = sweep_experiment(client, uri, "dhpo_vs_baselines")   # StoreMissing naming the sweeps there
-    is_transient(err)                    # a store error worth retrying (tracking writer, sweeps/tracking_writer.py)
+    is_transient(err)                    # a store error worth retrying (tracking writer, sweeps/tracking/writer.py)
 
 Transient store errors (a server restarting, unreachable, a busy database) are told apart from real ones by
 ``is_transient``: the tracking writer retries the former and fails on the latter.

@@ -8,7 +8,7 @@ The parent run carries the tag ``driver.lease`` (JSON: host, pid, run dir, since
 the lease when it is free or stale (no heartbeat for ``LEASE_STALE_S``), writes it, waits ``LEASE_SETTLE_S``
 and reads it back: of two drivers that wrote at once, only the one whose lease is read back goes on; the other
 gets ``SweepAlreadyRunning`` naming the holder. The driver's tracking writer renews the heartbeat every
-``LEASE_HEARTBEAT_S`` and removes the tag at the end. (The run directory's file lock, sweeps/sweep_lock.py,
+``LEASE_HEARTBEAT_S`` and removes the tag at the end. (The run directory's file lock, sweeps/tracking/lock.py,
 still guards a run directory's local files.)
 """
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from tracking_store.roles import ROLE_TAG
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -85,7 +87,7 @@ def read_runs(db: Path, exp_id: str, role: str | None = None, params: bool = Tru
     params (unless ``params=False``) and latest metric values (NaN where MLflow flagged one)."""
     chosen = "r.experiment_id = :exp AND r.lifecycle_stage = 'active'"
     if role is not None:
-        chosen += " AND r.run_uuid IN (SELECT run_uuid FROM tags WHERE key = 'role' AND value = :role)"
+        chosen += f" AND r.run_uuid IN (SELECT run_uuid FROM tags WHERE key = '{ROLE_TAG}' AND value = :role)"
     args = {"exp": int(exp_id), "role": role}
 
     def per_run(table: str, value: str) -> dict[str, dict]:

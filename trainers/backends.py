@@ -46,7 +46,7 @@ per-trial {cpus, gpus}, ``.cpus``/``.gpus``):
               declares; ``capacity``: .cpus/.gpus (totals), .node_cpus/.node_gpus (largest node),
               .where (for messages); ``local``: a ray.init the sweep starts; ConfigError when the
               trials can never fit. Without it a trial trains inside its slot ``resources``, which
-              then holds its GPUs (``slot_holds_gpus``). sweeps/placement.py is the caller:
+              then holds its GPUs (``slot_holds_gpus``). sweeps/driver/placement.py is the caller:
               place = get_backend("verl").load("placement")
               place(configs, resources, 2, capacity, True, "spec.yaml").gpus_per_trial  # nnodes x n_gpus_per_node
     smoke_overrides (resources) -> list[str]

@@ -146,7 +146,7 @@ class TrialSettings:
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, without the sections their backends leave out at their defaults
         (``section_omitted_at_defaults``: the synthetic backend's), so a trial config's fingerprint
-        (sweeps/spec.py ``config_hash``) is what it was before such a section existed."""
+        (sweeps/spec/load.py ``config_hash``) is what it was before such a section existed."""
         data = dataclasses.asdict(self)
         for backend, section in sections():
             if backend.section_omitted_at_defaults and getattr(self, backend.name) == section():

@@ -7,7 +7,7 @@
     sweep eval sspo_temperature_grid --benchmarks gsm8k,math500,aime25 --greedy --base   # + the base row
     sweep eval dhpo_vs_baselines --benchmarks math500 --verifier-report  # + where our verdict and math-verify's differ
 
-TARGET forms and where results go: sweeps/eval_targets.py. The protocol (evaluators/eval_config.py)
+TARGET forms and where results go: sweeps/tracking/eval_targets.py. The protocol (evaluators/eval_config.py)
 starts from the spec's `eval:` section when TARGET is a spec that has one; options override it.
 Every benchmark file is loaded before anything runs (a missing one exits 2 naming it, where it was
 looked for and the schemas accepted). Finished benchmarks are skipped on a re-run.
@@ -139,8 +139,8 @@ def eval_cmd(
     verifier_report: Annotated[bool, typer.Option("--verifier-report", help="Also write verifier_report.md beside the results: every response where verify_answer and plain math-verify disagree, with both answers.")] = False,
 ) -> None:
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
-    from sweeps.eval_targets import TargetError, resolve, without_store
-    from sweeps.spec import SpecError
+    from sweeps.tracking.eval_targets import TargetError, resolve, without_store
+    from sweeps.spec.load import SpecError
     from trial_eval.eval_run import load_problems
     from tracking_store.client import StoreMissing, open_client, require_store
     from tracking_store.lease import SweepAlreadyRunning
@@ -221,8 +221,8 @@ def _evaluate(jobs: list, sweep: str | None, run_dir: Path, cfg: EvalConfig, pro
     """Each job under the sweep's lock (a sweep's): evaluate, log into its MLflow run, print its summary."""
     import contextlib
 
-    from sweeps.eval_targets import eval_run_for, log_eval
-    from sweeps.sweep_lock import SweepLock
+    from sweeps.tracking.eval_targets import eval_run_for, log_eval
+    from sweeps.tracking.lock import SweepLock
 
     lock = SweepLock(RunLayout(run_dir).sweep(sweep).lock, sweep) if sweep else contextlib.nullcontext()
     with lock:

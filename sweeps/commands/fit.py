@@ -6,8 +6,8 @@
     sweep fit --smoke                                       # simulated curves, end to end in seconds
 
 CURVES: a long-format CSV or Parquet file, one row per evaluation: method, seed, step and/or compute, value
-(optional: model, benchmark), read and checked by dashboards/curve_files.py; fitted, compared and
-extrapolated by dashboards/compute_curves.py as `sweep report` does for a sweep (docs/compute-curves.md).
+(optional: model, benchmark), read and checked by dashboards/collect/curve_files.py; fitted, compared and
+extrapolated by dashboards/stats/compute_curves.py as `sweep report` does for a sweep (docs/compute-curves.md).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _simulated(path: Path) -> None:
     """The --smoke input: three methods' simulated curves (the default study's noise) written as a curves file."""
     import numpy as np
 
-    from dashboards.curve_simulation import DEFAULT_CURVE, simulate
+    from dashboards.stats.curve_simulation import DEFAULT_CURVE, simulate
 
     A, B, C_mid = DEFAULT_CURVE
     frame = simulate({"GRPO": DEFAULT_CURVE, "GSPO": (A + 0.03, B, C_mid), "DHPO": (A + 0.05, 1.5 * B, C_mid)},
@@ -54,7 +54,7 @@ class FitOptions:
 
     def config(self):
         """The settings as dashboards' CurvesConfig; a bad value is a usage error naming its option."""
-        from dashboards.compute_curves import CurvesConfig
+        from dashboards.stats.compute_curves import CurvesConfig
 
         if self.r0 not in ("base", "fit"):
             raise fail(f"error: --r0: expected base or fit, got {self.r0!r}")
@@ -96,7 +96,7 @@ def fit_cmd(
         raise fail(f"error: --figure {figure}: expected a .png or .pdf path")
     if curves is None and not smoke:
         raise fail("error: CURVES: expected a curves file (or --smoke)")
-    from dashboards.compute_tables import curves_csv, curves_latex, curves_markdown
+    from dashboards.tables.compute import curves_csv, curves_latex, curves_markdown
 
     data, study = _fitted(curves, fit, settings, scale=scale, smoke=smoke)
     if format is FitFormat.csv:
@@ -119,8 +119,8 @@ def _fitted(curves: Optional[Path], fit: FitOptions, settings, *, scale: Optiona
     """(the curves read, their fitted study); the file's problems as usage errors, its notes on stderr."""
     import tempfile
 
-    from dashboards.compute_curves import fit_study
-    from dashboards.curve_files import read_curves
+    from dashboards.stats.compute_curves import fit_study
+    from dashboards.collect.curve_files import read_curves
 
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         if smoke:
@@ -142,8 +142,8 @@ def _fitted(curves: Optional[Path], fit: FitOptions, settings, *, scale: Optiona
 
 
 def _draw(data, study, path: Path) -> None:
-    from dashboards.compute_figures import compute_figure
-    from dashboards.static_figures import METADATA
+    from dashboards.figures.compute import compute_figure
+    from dashboards.figures.static import METADATA
 
     models = list(dict.fromkeys(m.model for m in study.methods))
     for model in models:

@@ -8,7 +8,7 @@ logged to its parent run.
     sweep report grid --at best --select-by val/avg/acc --ema-alpha 0.02 --out reports/grid --no-log
 
 Settings: those recorded with the sweep, then --spec's `report:` section, then the options
-(dashboards/recorded_spec.py report_settings); the report itself: dashboards/report.py.
+(dashboards/collect/recorded_spec.py report_settings); the report itself: dashboards/report/writer.py.
 """
 
 from __future__ import annotations
@@ -162,9 +162,9 @@ def _spec_section(spec: Path | None, sweep_name: str | None, parent_run_id: str 
 def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: TableOptions, figures: FigureOptions,
            log: bool) -> dict[str, Path]:
     from contract.run_layout import RunLayout
-    from dashboards.collect import collect, find_runs
-    from dashboards.recorded_spec import report_settings
-    from dashboards.report import history_keys, write_report
+    from dashboards.collect.sweep_runs import collect, find_runs
+    from dashboards.collect.recorded_spec import report_settings
+    from dashboards.report.writer import history_keys, write_report
     from tracking_store.uri import resolve_uri, sqlite_path
 
     spec_section, sweep_name = _spec_section(spec, sweep_name, parent_run_id)

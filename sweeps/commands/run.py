@@ -25,8 +25,8 @@ from sweeps.commands.spec_input import load_user_spec, smoke_note
 from sweeps.commands.trial_table import print_commands, print_trials
 
 if TYPE_CHECKING:
-    from sweeps.runner import RunOptions
-    from sweeps.spec import SweepSpec
+    from sweeps.driver.runner import RunOptions
+    from sweeps.spec.load import SweepSpec
 
 console = Console()
 SpecArg = Annotated[str, typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")]
@@ -36,7 +36,7 @@ Smoke = Annotated[bool, typer.Option("--smoke", help="One seed, 4 steps per tria
 
 @dataclass
 class LaunchOptions:
-    """Where the trials run and where they are recorded (sweeps.runner.RunOptions)."""
+    """Where the trials run and where they are recorded (sweeps.driver.runner.RunOptions)."""
 
     panel: ClassVar[str] = "Where it runs"
     run_dir: RunDir = Path("runs")
@@ -87,7 +87,7 @@ def run(spec: SpecArg, overrides: Overrides = None,
     if dry_run:
         print_commands(console, loaded)
         return
-    from sweeps.runner import RunOptions
+    from sweeps.driver.runner import RunOptions
 
     _run_and_report(loaded, RunOptions(
         run_dir=launch.run_dir, tracking_uri=launch.tracking_uri, address=launch.address,
@@ -107,11 +107,11 @@ def resume(spec: Annotated[str, typer.Argument(help="The same sweep YAML that wa
 def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool, smoke: bool = False) -> None:
     """run_sweep with its failures as exit codes, the one-line result, the report, how to look at a smoke sweep,
     exit 1 if a trial failed."""
-    from sweeps.interrupts import SweepInterrupted
-    from sweeps.ray_cluster import ClusterUnavailable
-    from sweeps.runner import run_sweep  # Ray and MLflow: not needed to check or list a spec
-    from sweeps.spec_errors import SpecError
-    from sweeps.tracking_writer import TrackingOutage
+    from sweeps.driver.interrupts import SweepInterrupted
+    from sweeps.driver.ray_cluster import ClusterUnavailable
+    from sweeps.driver.runner import run_sweep  # Ray and MLflow: not needed to check or list a spec
+    from sweeps.spec.errors import SpecError
+    from sweeps.tracking.writer import TrackingOutage
     from tracking_store.lease import SweepAlreadyRunning
     from tracking_store.uri import mask_uri
 
@@ -130,7 +130,7 @@ def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool, smoke: b
     for line in base_fingerprints([t.config for t in spec.trials]):  # the bytes every trial started from
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if report:
-        from sweeps.reporting import write_sweep_report
+        from sweeps.driver.end_report import write_sweep_report
 
         with warnings_as_notes():  # as sweep report: a warning is a note line
             write_sweep_report(spec, result, options.run_dir, console)

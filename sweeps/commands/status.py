@@ -5,7 +5,7 @@
     sweep status dhpo_vs_baselines --smoke               # the smoke sweep: dhpo_vs_baselines_smoke
     sweep status big_grid --tracking-uri http://mlflow:5000
 
-The store is never created: a missing one is exit 2 naming where it was looked for (sweeps/status.py reads it).
+The store is never created: a missing one is exit 2 naming where it was looked for (sweeps/tracking/status.py reads it).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def status(
 
     The store is never created: a missing one is an error naming where it was looked for.
     """
-    from sweeps.status import (PLAIN_ROWS, STATUS_HEADER, StatusRow, plain_table, planned_from_store,
-                               recorded_trials, status_cells)
+    from sweeps.tracking.status import (PLAIN_ROWS, STATUS_HEADER, StatusRow, plain_table, planned_from_store,
+                                        recorded_trials, status_cells)
     from tracking_store.client import StoreMissing
     from tracking_store.uri import mask_uri, resolve_uri
 

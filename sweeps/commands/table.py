@@ -11,7 +11,7 @@
 INPUT: a per-seed file (columns model, method, benchmark, value; optional seed, config), a per-sample file
 (columns model, method, seed, benchmark, problem, correct: told apart by `problem` and `correct`), an
 lm-eval mapping (.yaml), a folder of METHOD@SEED run folders, or METHOD[@SEED]=DIR items. Per-sample and
-lm-eval input are read by dashboards/sample_results.py; dashboards/tables.py builds the table.
+lm-eval input are read by dashboards/collect/sample_results.py; dashboards/tables/build.py builds the table.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ FORMAT_METHODS = {TableFormat.latex: "to_latex", TableFormat.md: "to_markdown", 
 
 @dataclass
 class FileTableOptions:
-    """dashboards.tables.TableConfig's settings, as options."""
+    """dashboards.tables.build.TableConfig's settings, as options."""
 
     panel: ClassVar[str] = "Table"
     base: Annotated[Optional[str], typer.Option(help="Method name of the base-model rows in the file.")] = None
@@ -61,7 +61,7 @@ class FileTableOptions:
     select_by: Annotated[str, typer.Option(help="Best config per method by: AVG or a benchmark name.")] = "AVG"
 
     def table_config(self, file_benchmarks: list[str], scale: float, cells: str = "mean"):
-        from dashboards.tables import TableConfig
+        from dashboards.tables.build import TableConfig
 
         return TableConfig(base=self.base, baselines=split_list(self.baselines) or [],
                            benchmarks=split_list(self.benchmarks) or file_benchmarks, methods=split_list(self.methods),
@@ -73,7 +73,7 @@ class FileTableOptions:
 
 @dataclass
 class SampleOptions:
-    """How lm-evaluation-harness sample logs are read (dashboards/sample_results.py)."""
+    """How lm-evaluation-harness sample logs are read (dashboards/collect/sample_results.py)."""
 
     panel: ClassVar[str] = "lm-eval input"
     metric: Annotated[Optional[str], typer.Option(help="The per-document metric of the samples files (default: the mapping's, else exact_match; acc for multiple choice).")] = None
@@ -93,8 +93,8 @@ def _note(message: str) -> None:
 
 def load_input(inputs: list[str], lm: SampleOptions):
     """(results, problems or None, what was read) of the command's INPUT items (the module docstring)."""
-    from dashboards.collect import load_results
-    from dashboards.sample_results import is_sample_file, load_lm_eval, load_samples, parse_run, read_mapping, runs_in
+    from dashboards.collect.sweep_runs import load_results
+    from dashboards.collect.sample_results import is_sample_file, load_lm_eval, load_samples, parse_run, read_mapping, runs_in
 
     items = [i for i in inputs if "=" in i and not Path(i).exists()]
     first = Path(inputs[0])
@@ -127,7 +127,7 @@ def table_text(inputs: list[str], lm: SampleOptions, options: FileTableOptions, 
     """The table of the command's INPUT items in `format`; notes on stderr; ValueError on bad input."""
     import pandas as pd
 
-    from dashboards.tables import build_table
+    from dashboards.tables.build import build_table
 
     df, problems, data = load_input(inputs, lm)
     scale = options.scale

@@ -5,7 +5,7 @@
     sweep ui dhpo_vs_baselines --smoke        # the smoke sweep's pages: dhpo_vs_baselines_smoke
     sweep ui dhpo_vs_baselines --tracking-uri http://mlflow:5000    # a server: its pages, nothing started
 
-The pages and the server: sweeps/ui_server.py.
+The pages and the server: sweeps/ui/server.py.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def ui(
     A taken port exits 2 before anything starts. An http store (an `mlflow server`): its pages are
     printed, nothing is started.
     """
-    from sweeps.ui_server import open_page, port_taken, print_pages, serve, sweep_pages
+    from sweeps.ui.server import open_page, port_taken, print_pages, serve, sweep_pages
     from tracking_store.client import StoreMissing, require_store
     from tracking_store.uri import is_server, mask_uri, resolve_uri
 

@@ -49,7 +49,7 @@ EXPECTED = {
 SAMPLE_PARTS = {"grid", "grid.lock", "grpo.s0", "grpo.s0.note", "grpo.s0.stalled", "huggingface", "ckpt-1a2b3c4d",
                 "step_7", "step_200", "run1", f"journal-{DIGEST}.jsonl"}
 # Layout names a module may still spell: `.cache` also names the working directory's cache
-# (dashboards/static_figures.py, verl's cache_dir), which is not the run directory's.
+# (dashboards/figures/static.py, verl's cache_dir), which is not the run directory's.
 SHARED_NAMES = {".cache"}
 NAMES = {part for path, _ in EXPECTED.values() for part in path.relative_to("/r").parts} - SAMPLE_PARTS - SHARED_NAMES
 FILE_PATTERNS = ((".lock", ".note", ".stalled"), ("journal-", "step_"))  # f-string file names: suffixes, prefixes
@@ -105,7 +105,7 @@ def test_a_path_that_is_not_that_directory_is_refused(of, path):
 def test_the_helpers_that_go_through_it_give_the_paths_they_gave_before(tmp_path):
     """What the driver, the trial workers and the commands used to spell by hand, byte for byte."""
     from tracking_store.uri import default_uri
-    from sweeps.tracking_writer import journal_path
+    from sweeps.tracking.writer import journal_path
 
     scratch = tmp_path / "runs" / "grid" / "scratch"
     assert SweepLayout.of_scratch(str(scratch)).trial_dir("grpo.s0") == scratch.parent / "trials" / "grpo.s0"

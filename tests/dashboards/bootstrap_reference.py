@@ -1,4 +1,4 @@
-"""The two-level bootstrap of a paired comparison: the check of dashboards/paired_stats.py's closed form.
+"""The two-level bootstrap of a paired comparison: the check of dashboards/stats/paired_stats.py's closed form.
 
     from bootstrap_reference import bootstrap_se      # in a test of tests/dashboards/
     se = bootstrap_se(a, b, spread_a, spread_b, n_boot=4000, seed=0)
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dashboards.paired_scores import Scores, align
-from dashboards.seed_spread import SeedSpread
+from dashboards.stats.paired_scores import Scores, align
+from dashboards.stats.seed_spread import SeedSpread
 
 
 def _widened(values: np.ndarray, strata: np.ndarray) -> np.ndarray:

@@ -15,6 +15,6 @@ def known_store(tmp_path_factory) -> KnownStore:
 @pytest.fixture(scope="session")
 def known_data(known_store):
     """collect() of the known store."""
-    from dashboards.collect import collect
+    from dashboards.collect.sweep_runs import collect
 
     return collect(known_store.sweep, tracking_uri=known_store.uri)

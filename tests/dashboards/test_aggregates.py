@@ -1,5 +1,5 @@
-"""rliable-style aggregates (dashboards/aggregates.py): point values against rliable's own metrics, intervals
-over whole runs, and their coverage on simulated studies (dashboards/score_simulation.py)."""
+"""rliable-style aggregates (dashboards/stats/aggregates.py): point values against rliable's own metrics, intervals
+over whole runs, and their coverage on simulated studies (dashboards/stats/score_simulation.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from rliable import metrics as rly
 from scipy import stats
 
-from dashboards.aggregates import MIN_IQM_SCORES, aggregate, improvement, iqm, mean_interval, performance_profile
+from dashboards.stats.aggregates import MIN_IQM_SCORES, aggregate, improvement, iqm, mean_interval, performance_profile
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (5, 4), (10, 3), (7, 1)])
@@ -63,8 +63,8 @@ def test_performance_profile_is_the_share_of_scores_above_each_threshold():
 def test_aggregate_intervals_cover_on_simulated_studies_where_the_stratified_bootstrap_did_not():
     """A run's seed effect shared by its benchmarks, 3 seeds: the stratified bootstrap's interval of the
     mean covered 0.54 of the time; the whole-run t-interval covers ~0.95."""
-    from dashboards.score_simulation import null_rates
-    from dashboards.study_model import SCENARIOS
+    from dashboards.stats.score_simulation import null_rates
+    from dashboards.stats.study_model import SCENARIOS
 
     r = null_rates(SCENARIOS["shared-seed"], tables=60, seed=3)
     covered, below, above = r.coverage["aggregate mean"]

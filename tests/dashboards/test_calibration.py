@@ -1,13 +1,13 @@
 """The paired test, the cell intervals and the aggregates on simulated studies in the cases real RL studies
-produce (dashboards/score_simulation.py): a reduced version of the calibration in docs/statistics.md, with
+produce (dashboards/stats/score_simulation.py): a reduced version of the calibration in docs/statistics.md, with
 bounds the earlier test (the block's pooled seed spread, symmetric intervals) fails."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from dashboards.score_simulation import format_report, main, null_rates, power
-from dashboards.study_model import SCENARIOS
+from dashboards.stats.score_simulation import format_report, main, null_rates, power
+from dashboards.stats.study_model import SCENARIOS
 
 
 def test_a_method_three_times_less_stable_keeps_the_level_with_its_own_spread_and_not_with_the_pooled_one():

@@ -1,4 +1,4 @@
-"""dashboards/compute_fit.py and compute_curves.py: ScaleRL's sigmoid, its fit and intervals, the not-identified
+"""dashboards/stats/compute_fit.py and compute_curves.py: ScaleRL's sigmoid, its fit and intervals, the not-identified
 and not-converged cases, comparisons with Holm, the extrapolation check, a collapse, and a reduced calibration."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboards.compute_curves import CurvesConfig, fit_study
-from dashboards.compute_fit import NOT_CONVERGED, NOT_IDENTIFIED, OK, _jacobian, fit_curve, sigmoid
-from dashboards.curve_simulation import DEFAULT_STUDY, simulate
+from dashboards.stats.compute_curves import CurvesConfig, fit_study
+from dashboards.stats.compute_fit import NOT_CONVERGED, NOT_IDENTIFIED, OK, _jacobian, fit_curve, sigmoid
+from dashboards.stats.curve_simulation import DEFAULT_STUDY, simulate
 
 X = np.arange(0, 201, 20.0)
 

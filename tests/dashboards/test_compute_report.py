@@ -1,4 +1,4 @@
-"""The report's compute-curves section (dashboards/compute_report.py): a sweep's evaluations against its compute
+"""The report's compute-curves section (dashboards/report/compute_section.py): a sweep's evaluations against its compute
 axis, fitted as `sweep fit` fits a file, written beside the table, drawn, and logged on the parent run."""
 
 from __future__ import annotations
@@ -8,17 +8,17 @@ import csv
 import pandas as pd
 import pytest
 
-from dashboards.compute_curves import fit_study
-from dashboards.compute_fit import OK, STATUSES
-from dashboards.compute_report import curves_frame, metric_safe
-from dashboards.report import ReportConfig, write_report
-from dashboards.report_config import CurvesConfig
+from dashboards.stats.compute_curves import fit_study
+from dashboards.stats.compute_fit import OK, STATUSES
+from dashboards.report.compute_section import curves_frame, metric_safe
+from dashboards.report.writer import ReportConfig, write_report
+from dashboards.model.report import CurvesConfig
 
 
 @pytest.fixture(scope="module")
 def curves_store(tmp_path_factory):
-    from dashboards.collect import collect
-    from dashboards.synthetic import fill_store
+    from dashboards.collect.sweep_runs import collect
+    from dashboards.collect.synthetic_store import fill_store
 
     root = tmp_path_factory.mktemp("curves_store")
     uri = f"sqlite:///{root}/mlflow.db"
@@ -79,7 +79,7 @@ def test_the_spec_section_is_validated():
 
 
 def test_a_grid_of_many_configs_is_not_fitted_and_says_why():
-    from dashboards.compute_report import MAX_FAMILIES, compute_section
+    from dashboards.report.compute_section import MAX_FAMILIES, compute_section
 
     rows = [(f"r{c}.{s}", "m", "GRPO", f"c{c}", str(s), "val/avg/acc", step, 0.1 + 0.001 * step)
             for c in range(MAX_FAMILIES + 1) for s in range(2) for step in (0, 10, 20, 30, 40)]
@@ -90,7 +90,7 @@ def test_a_grid_of_many_configs_is_not_fitted_and_says_why():
 
 def test_several_models_get_a_figure_each_and_their_own_fits(curves_store, tmp_path):
     """Two models: one `compute_curves_<model>` figure each, and every method fitted once per model."""
-    from dashboards.compute_report import compute_section
+    from dashboards.report.compute_section import compute_section
 
     _, data = curves_store
     other = data.history.assign(run_id=data.history["run_id"].astype(str) + "-b", model="m-b")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from dashboards_store import CONFIGS, MODELS, SEEDS
 
-from dashboards.collect import HISTORY_COLUMNS, collect, load_results, sqlite_path
+from dashboards.collect.sweep_runs import HISTORY_COLUMNS, collect, load_results, sqlite_path
 
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
@@ -156,19 +156,19 @@ def known_server(known_store):
 
 
 def test_a_server_store_is_read_in_bulk_calls_and_matches_the_database(known_server, known_data, monkeypatch):
-    import dashboards.collect as collect_module
+    import tracking_store.history as history_module
 
     calls = {"bulk": 0, "one": 0}
-    bulk = collect_module._bulk_interval
+    bulk = history_module._bulk_interval
 
     def counted_bulk(client, run_ids, key):
         calls["bulk"] += 1
         return bulk(client, run_ids, key)
-    monkeypatch.setattr(collect_module, "_bulk_interval", counted_bulk)
+    monkeypatch.setattr(history_module, "_bulk_interval", counted_bulk)
     served = collect(known_data.sweep, tracking_uri=known_server, workers=4)
     pd.testing.assert_frame_equal(_sorted(served.history), _sorted(known_data.history), check_dtype=False)
     assert calls["bulk"] == served.history["key"].nunique()  # 16 runs: one call per key
     # a run with as many rows as a bulk call returns may have been sampled: read whole, one call per (run, key)
-    monkeypatch.setattr(collect_module, "BULK_ROWS", 3)
+    monkeypatch.setattr(history_module, "BULK_ROWS", 3)
     capped = collect(known_data.sweep, tracking_uri=known_server, workers=4)
     pd.testing.assert_frame_equal(_sorted(capped.history), _sorted(known_data.history), check_dtype=False)

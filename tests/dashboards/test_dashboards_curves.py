@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from contract.metrics import ENTROPY, EVAL_METRICS, RESPONSE_LENGTH_MEAN, VAL_AVG, eval_key, val_key
-from dashboards import curves as cv
+from dashboards.figures import training_curves as cv
 
 
 def hist(values: dict[tuple[str, int], list[float]], key: str = ENTROPY, model: str = "m",

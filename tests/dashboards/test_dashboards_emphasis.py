@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import pytest
 
-from dashboards.tables import AVG, DELTA, TableConfig, build_table
+from dashboards.tables.build import AVG, DELTA, TableConfig, build_table
 
 
 def frame(rows: dict[str, dict[str, float | None]], model: str = "m") -> pd.DataFrame:

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from contract.metrics import ENTROPY, VAL_AVG
-from dashboards.report import DEFAULT_EMA_ALPHA, ReportConfig, build_figures, run_note, write_report
-from dashboards.sweep_tables import table_from_sweep
-from dashboards.tables import AVG, TableConfig
+from dashboards.report.writer import DEFAULT_EMA_ALPHA, ReportConfig, build_figures, run_note, write_report
+from dashboards.tables.from_sweep import table_from_sweep
+from dashboards.tables.build import AVG, TableConfig
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL_HINT = ("install Chromium with `apt-get install -y chromium` (Debian/Ubuntu, as root), "
@@ -318,7 +318,7 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
 
 
 def test_report_footer_shows_the_provenance(known_store, tmp_path):
-    from dashboards.report import report_from_mlflow
+    from dashboards.report.writer import report_from_mlflow
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(known_store.uri)
@@ -335,8 +335,8 @@ def test_report_footer_shows_the_provenance(known_store, tmp_path):
 def test_report_reads_only_the_keys_it_shows_and_is_unchanged(known_store, known_data, tmp_path):
     """history_keys leaves the per-step keys the report does not draw unread; the table and the drawn curves
     are the same as from every key."""
-    from dashboards.collect import collect, find_runs
-    from dashboards.report import history_keys
+    from dashboards.collect.sweep_runs import collect, find_runs
+    from dashboards.report.writer import history_keys
 
     cfg = ReportConfig(curves=[ENTROPY, VAL_AVG], clipfrac=False, formats=["md", "csv"])
     found = find_runs(known_store.sweep, tracking_uri=known_store.uri)

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from dashboards.significance import welch_p
-from dashboards.tables import TableConfig, build_table
+from dashboards.stats.significance import welch_p
+from dashboards.tables.build import TableConfig, build_table
 
 T_CRIT_DF4 = 2.776445  # two-sided 5% critical value of Student's t with 4 degrees of freedom (t tables)
 

@@ -1,4 +1,4 @@
-"""Static paper figures (dashboards/static_figures.py): one mean line per method per panel, bands,
+"""Static paper figures (dashboards/figures/static.py): one mean line per method per panel, bands,
 unsmoothed evaluation points, axis titles, the legend's band text, grayscale-distinct styles, the
 PNG/PDF/SVG files (they open; deterministic) and matplotlib's cache kept out of $HOME."""
 
@@ -15,8 +15,8 @@ import pytest
 from PIL import Image
 
 from contract.metrics import ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG
-from dashboards import curves as cv
-from dashboards import static_figures as sf
+from dashboards.figures import training_curves as cv
+from dashboards.figures import static as sf
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = [ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG]
@@ -114,8 +114,8 @@ def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
     home.mkdir()
     out = tmp_path / "report"
     script = textwrap.dedent(f"""
-        from dashboards.collect import collect
-        from dashboards.report import ReportConfig, write_report
+        from dashboards.collect.sweep_runs import collect
+        from dashboards.report.writer import ReportConfig, write_report
         data = collect({known_store.sweep!r}, tracking_uri={known_store.uri!r})
         paths = write_report(data, {str(out)!r}, ReportConfig(formats=["png"], benchmark_grid=False, clipfrac=False))
         import matplotlib
@@ -136,8 +136,8 @@ def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
 def test_figures_drawn_in_a_forked_process_are_the_same_files(known_data, tmp_path):
     """`sweep report` draws its static figures in a forked process beside the rest: the same files, byte for
     byte, and the same {fmt:name: path} as drawn in place."""
-    from dashboards.report import ReportConfig, figure_specs
-    from dashboards.static_figures import draw_in_background, static_draws, write_static_figures
+    from dashboards.report.writer import ReportConfig, figure_specs
+    from dashboards.figures.static import draw_in_background, static_draws, write_static_figures
 
     specs = figure_specs(known_data.history, ReportConfig(), model="m-small")
     here = write_static_figures(specs, tmp_path / "here", ["png", "pdf"])

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from dashboards_store import BENCH, MODELS
 
-from dashboards.sweep_tables import table_from_sweep
-from dashboards.tables import AVG, DELTA, TableConfig, build_table
+from dashboards.tables.from_sweep import table_from_sweep
+from dashboards.tables.build import AVG, DELTA, TableConfig, build_table
 
 
 def _expected(truth: pd.DataFrame, model: str, config: str, step: int | None, bench: str) -> float:
@@ -134,8 +134,8 @@ def _declared_store(tmp_path, declared: str | None):
     data.benchmarks param (as the sweep runner logs the flattened config), or none."""
     from mlflow import MlflowClient
 
-    from dashboards.collect import collect
-    from dashboards.synthetic import METHODS, fill_store
+    from dashboards.collect.sweep_runs import collect
+    from dashboards.collect.synthetic_store import METHODS, fill_store
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -151,7 +151,7 @@ def _declared_store(tmp_path, declared: str | None):
 
 
 def test_columns_follow_the_trials_configured_benchmark_order(tmp_path):
-    from dashboards.report import write_report
+    from dashboards.report.writer import write_report
 
     data = _declared_store(tmp_path, "['medium', 'hard', 'easy']")  # medium: declared, never logged
     assert table_from_sweep(data).columns[:3] == ["hard", "easy", "zeta"]  # then the undeclared ones, sorted

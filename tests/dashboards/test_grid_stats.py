@@ -1,4 +1,4 @@
-"""A grid's numbers (dashboards/grid_stats.py) on hand-made histories with known answers: the picks on the
+"""A grid's numbers (dashboards/stats/grid_stats.py) on hand-made histories with known answers: the picks on the
 selection split, the reported AVG, the intervals, the selection bias and the variance decomposition."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dashboards.grid_report import grid_section, short_label
-from dashboards.grid_stats import grid_frame, grid_rows, selection_bias, variance_shares
-from dashboards.table_model import TableConfig
+from dashboards.report.grid_section import grid_section, short_label
+from dashboards.stats.grid_stats import grid_frame, grid_rows, selection_bias, variance_shares
+from dashboards.model.table import TableConfig
 
 
 def history(values: dict, select: dict | None = None, benches=("easy", "hard")) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The paired per-problem statistics (dashboards/paired_stats.py, dashboards/seed_spread.py)."""
+"""The paired per-problem statistics (dashboards/stats/paired_stats.py, dashboards/stats/seed_spread.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from bootstrap_reference import bootstrap_se
 
-from dashboards.paired_scores import Scores
-from dashboards.paired_stats import compare, detectable_difference, holm, interval, seeds_needed
-from dashboards.study_model import Shape, simulate
-from dashboards.seed_spread import BlockSpread, block_spreads, out_of_line, seed_spread
+from dashboards.stats.paired_scores import Scores
+from dashboards.stats.paired_stats import compare, detectable_difference, holm, interval, seeds_needed
+from dashboards.stats.study_model import Shape, simulate
+from dashboards.stats.seed_spread import BlockSpread, block_spreads, out_of_line, seed_spread
 
 
 def _study(rng, shift=0.0, seeds=3, problems=64, run_sd=(0.0, 0.0), samples=4, accuracy=0.5):

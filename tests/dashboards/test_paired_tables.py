@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboards.paired_stats import holm
-from dashboards.tables import TableConfig, build_table
+from dashboards.stats.paired_stats import holm
+from dashboards.tables.build import TableConfig, build_table
 
 BENCHES = ("easy", "medium", "hard")
 

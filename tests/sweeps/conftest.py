@@ -30,12 +30,12 @@ def isolated_environment_and_short_dirs():
 
 @pytest.fixture
 def empty_cwd(tmp_path, monkeypatch) -> Path:
-    """An empty working directory, and a sweeps.runner stub: a spec test that wrongly gets past
+    """An empty working directory, and a sweeps.driver.runner stub: a spec test that wrongly gets past
     validation or a dry run fails instead of starting Ray."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    runner = types.ModuleType("sweeps.runner")
+    runner = types.ModuleType("sweeps.driver.runner")
     runner.RunOptions = runner.run_sweep = lambda *a, **k: pytest.fail("the sweep was run, not listed")
-    monkeypatch.setitem(sys.modules, "sweeps.runner", runner)
+    monkeypatch.setitem(sys.modules, "sweeps.driver.runner", runner)
     return cwd

@@ -95,7 +95,7 @@ CLUSTER = SimpleNamespace(cpus=64, gpus=16, node_cpus=32, node_gpus=8, where="th
 
 
 def test_verl_placement_hook_takes_nnodes_times_gpus_per_node(tmp_path):
-    from sweeps.spec import load_spec
+    from sweeps.spec.load import load_spec
 
     spec = load_spec(_spec(tmp_path, gpus=8, nnodes=2, per_node=4), cwd=tmp_path)
     place = get_backend("verl").load("placement")
@@ -157,8 +157,8 @@ def test_smoke_of_a_verl_spec_is_one_node_and_one_gpu(tmp_path, monkeypatch):
 
 
 def test_the_local_backends_hooks(tmp_path):
-    from sweeps.placement import plan
-    from sweeps.spec import load_spec
+    from sweeps.driver.placement import plan
+    from sweeps.spec.load import load_spec
 
     spec = load_spec(_spec(tmp_path, backend="local", gpus=0.5), cwd=tmp_path)
     cfg = spec.trials[0].config
@@ -175,7 +175,7 @@ def test_worker_env_carries_the_backends_switches_only(monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "secret")
     env = backends.worker_env()
     assert env["ZOO_VERL_RECORD_PARAMS"] == "1" and "HF_TOKEN" not in env
-    from sweeps.provenance import PACKAGES
+    from sweeps.tracking.provenance import PACKAGES
 
     assert "verl" in PACKAGES and backends.packages() == ("verl",)
 

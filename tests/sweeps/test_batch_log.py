@@ -12,8 +12,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from sweeps.cli import app
-from sweeps.progress import LiveProgress
-from sweeps.spec import load_spec
+from sweeps.driver.progress import LiveProgress
+from sweeps.spec.load import load_spec
 
 SPEC = Path(__file__).resolve().parents[2] / "configs" / "sweeps" / "dhpo_vs_baselines.yaml"
 
@@ -69,7 +69,7 @@ def test_a_bad_interval_is_refused_before_anything_runs(tmp_path, monkeypatch):
 
 
 def test_a_big_sweeps_status_is_plain_aligned_text_with_whole_cells():
-    from sweeps.status import plain_table
+    from sweeps.tracking.status import plain_table
 
     rows = [(f"grpo-clip0.{i:03d}.s{i}", "GRPO", "FINISHED", "200/200", "0.300") for i in range(3)] + \
         [("dhpo-entropy-branch-a-very-long-id.s0", "DHPO-E", "NOT STARTED", "0/200", "")]

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from contract.errors import ConfigError
 from sweeps.cli import app
-from sweeps.ray_cluster import Capacity
-from sweeps.spec import SpecError, load_spec
-from sweeps.placement import plan
+from sweeps.driver.ray_cluster import Capacity
+from sweeps.spec.load import SpecError, load_spec
+from sweeps.driver.placement import plan
 from trainers.config import TrialConfig
 from trainers.verl_backend.launch import Inputs, build_launch, packed_device
 from trainers.verl_backend.placement import held_gpus
@@ -108,7 +108,7 @@ def test_dry_run_shows_the_packing_and_the_cap_in_every_command(tmp_path, monkey
 PACKED_RAY = """
 import json, os, sys
 import ray
-from sweeps.ray_cluster import init_ray
+from sweeps.driver.ray_cluster import init_ray
 before = os.environ.get("CUDA_VISIBLE_DEVICES")
 init_ray(address=None, run_dir=__import__("pathlib").Path(sys.argv[1]), temp_dir=__import__("pathlib").Path(sys.argv[2]),
          num_cpus=2, num_gpus=4, gpu_ids="0,0,0,0")
@@ -131,7 +131,7 @@ finally:
 
 
 def test_a_local_ray_of_packed_trials_puts_every_logical_gpu_on_the_one_device(tmp_path):
-    """The sweep's own ray.init (sweeps/ray_cluster.py) with the placement's ids: 4 logical GPUs, and
+    """The sweep's own ray.init (sweeps/driver/ray_cluster.py) with the placement's ids: 4 logical GPUs, and
     one-GPU actors (verl's workers) all see device '0', with and without the job's narrowed variable."""
     ray_dir = short_ray_dir()
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}

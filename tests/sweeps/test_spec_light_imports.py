@@ -5,8 +5,8 @@
 Each check runs in a fresh interpreter and reads its ``sys.modules``. HEAVY lists what this path
 imported before and must not again: torch (the objective modules imported it at module level; now
 only their computing functions import it, trainers/objectives/base.py), pandas, numpy, pyarrow and
-plotly (the spec's ``report:`` section was checked with dashboards/report.py's ReportConfig; now it
-lives in dashboards/report_config.py), and ray, mlflow, transformers, verl, which the runner, the
+plotly (the spec's ``report:`` section was checked with dashboards/report/writer.py's ReportConfig; now it
+lives in dashboards/model/report.py), and ray, mlflow, transformers, verl, which the runner, the
 trainers and the report need, never the validation.
 
 One step may import verl (and torch, ray, transformers with it): a verl spec's preflight composes
@@ -25,7 +25,7 @@ import textwrap
 
 from sweep_testlib import REPO, shipped_user_inputs
 
-from sweeps.spec import CONFIGS_DIR
+from sweeps.spec.load import CONFIGS_DIR
 
 HEAVY = ("torch", "numpy", "pandas", "pyarrow", "plotly", "ray", "mlflow", "transformers", "verl")
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
@@ -43,7 +43,7 @@ def _python(code: str, cwd, *args: str) -> list:
 SPEC_CHECK = """
     import json, sys
     import trainers.verl_backend.preflight as verl_preflight
-    from sweeps.spec import SpecError, load_spec
+    from sweeps.spec.load import SpecError, load_spec
 
     preflighted = []
     verl_preflight.preflight = lambda configs, source: preflighted.append(source)  # imports verl: see the docstring

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sweeps.cli import app
 from sweeps.commands.spec_input import SMOKE_OVERRIDES
 from sweeps.commands.spec_input import load_user_spec
-from sweeps.spec import CONFIGS_DIR, load_spec
+from sweeps.spec.load import CONFIGS_DIR, load_spec
 from sweep_testlib import REPO, shipped_user_inputs
 
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
@@ -146,7 +146,7 @@ def test_smoke_run_says_its_sweep_name_and_how_to_look_at_it(empty_cwd):
     assert "note: --smoke: this sweep is named dhpo_vs_baselines_smoke" in dry
     assert "sweep status dhpo_vs_baselines_smoke (or sweep status dhpo_vs_baselines --smoke" in dry
     assert "note: --smoke" not in invoke("run", "dhpo_vs_baselines", "--dry-run").output
-    runner = sys.modules["sweeps.runner"]  # empty_cwd's stub: a finished sweep, nothing run
+    runner = sys.modules["sweeps.driver.runner"]  # empty_cwd's stub: a finished sweep, nothing run
     runner.RunOptions = lambda **options: SimpleNamespace(**options)
     runner.run_sweep = lambda spec, options: SimpleNamespace(
         statuses={t.trial_id: "FINISHED" for t in spec.trials}, seconds=3.0, tracking_uri="sqlite:///m.db",

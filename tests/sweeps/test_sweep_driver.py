@@ -18,17 +18,18 @@ import pytest
 from mlflow.tracking import MlflowClient
 from rich.console import Console
 
-from sweeps.driver_log import DriverState, MlflowLogger
-from sweeps.interrupts import RESUME_HINT, InterruptGuard, SweepInterrupted
-from sweeps.progress import LiveProgress
-from sweeps.ray_cluster import MAX_RAY_TEMP_CHARS, Capacity, check_resources, local_temp_dir
-from sweeps.runner import _param_space
-from sweeps.trial import checkpoint_candidates
-from sweeps.spec import SpecError, load_spec
-from sweeps.sweep_lock import SweepAlreadyRunning, SweepLock
-from sweeps.trial import STEP_FILE, run_trial, trial_payload
+from sweeps.driver.tune_callback import DriverState, MlflowLogger
+from contract.errors import RESUME_HINT
+from sweeps.driver.interrupts import InterruptGuard, SweepInterrupted
+from sweeps.driver.progress import LiveProgress
+from sweeps.driver.ray_cluster import MAX_RAY_TEMP_CHARS, Capacity, check_resources, local_temp_dir
+from sweeps.driver.runner import _param_space
+from contract.run_layout import checkpoint_candidates
+from sweeps.spec.load import SpecError, load_spec
+from sweeps.tracking.lock import SweepAlreadyRunning, SweepLock
+from sweeps.driver.trial import STEP_FILE, run_trial, trial_payload
 from tracking_store.uri import default_uri as default_uri
-from sweeps.tracking import SweepTracker
+from sweeps.tracking.sweep_runs import SweepTracker
 from sweep_testlib import REPO, kill_ray_processes, short_ray_dir, write_spec
 
 
@@ -128,7 +129,7 @@ def test_second_driver_of_the_same_sweep_is_refused_with_the_owner(tmp_path):
     path = tmp_path / ".locks" / "s.lock"
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; sys.path.insert(0, %r)\n"
-        "from sweeps.sweep_lock import SweepLock\n"
+        "from sweeps.tracking.lock import SweepLock\n"
         "with SweepLock(__import__('pathlib').Path(%r), 's'):\n"
         "    print('held', flush=True); time.sleep(60)\n") % (str(REPO), str(path))],
         stdout=subprocess.PIPE, text=True)
@@ -184,7 +185,7 @@ def test_resources_no_node_has_are_refused_naming_the_key(spec):
 CAPACITY_THEN_RAY = """
 import json, sys
 import ray
-from sweeps.ray_cluster import local_capacity
+from sweeps.driver.ray_cluster import local_capacity
 gpus = local_capacity(None).gpus
 torch_imported = "torch" in sys.modules
 ray.init(num_cpus=1, _temp_dir=sys.argv[1], include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -197,7 +198,7 @@ finally:
 
 @pytest.mark.parametrize("visible", [None, ""], ids=["all-devices", "no-visible-device"])
 def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(visible):
-    """The driver sizes the local cluster before ``ray.init`` (sweeps/runner.py): the GPU count must be
+    """The driver sizes the local cluster before ``ray.init`` (sweeps/driver/runner.py): the GPU count must be
     Ray's own, honouring CUDA_VISIBLE_DEVICES, and must not cost a torch import in the driver."""
     ray_dir = short_ray_dir()
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
@@ -228,7 +229,7 @@ def test_a_local_rays_processes_keep_their_temporary_files_in_its_temp_dir(tmp_p
     temp dir, not /tmp, unless TMPDIR is set (kept); this process's own TMPDIR is as it was afterwards."""
     import ray
 
-    from sweeps import ray_cluster
+    from sweeps.driver import ray_cluster
 
     seen = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
@@ -250,7 +251,7 @@ def test_a_local_rays_processes_keep_their_temporary_files_in_its_temp_dir(tmp_p
 def test_the_ui_server_keeps_its_temporary_files_in_the_run_dir(tmp_path, monkeypatch, tmpdir_set):
     """The mlflow server sweep ui starts gets TMPDIR=<run dir>/.cache/tmp (MLflow's store-init lock, uploads),
     not /tmp, unless TMPDIR is set (kept)."""
-    from sweeps import ui_server
+    from sweeps.ui import server as ui_server
 
     seen = {}
 
@@ -326,7 +327,7 @@ def test_startup_notes_show_under_the_live_table_or_as_lines_until_steps_arrive(
 
 def test_a_trial_leaves_its_lines_before_the_first_step_for_the_driver(tmp_path):
     from contract.run_layout import SweepLayout
-    from sweeps.trial import _log
+    from sweeps.driver.trial import _log
 
     (tmp_path / "scratch").mkdir()  # a sweep's scratch (contract/run_layout.py)
     note, startup = SweepLayout.of_scratch(tmp_path / "scratch").note("grpo.s0"), []
@@ -338,11 +339,11 @@ def test_a_trial_leaves_its_lines_before_the_first_step_for_the_driver(tmp_path)
 
 
 def test_a_reported_key_outside_the_contract_is_dropped_with_one_warning(caplog):
-    from sweeps.driver_log import logged_metrics
+    from sweeps.driver.tune_callback import logged_metrics
 
     dropped: set[str] = set()
     step = {"actor/entropy": 0.5, "val/easy/acc": 1, "custom/thing": 2.0, "reward/mean": "n/a"}
-    with caplog.at_level("WARNING", logger="sweeps.driver_log"):
+    with caplog.at_level("WARNING", logger="sweeps.driver.tune_callback"):
         assert logged_metrics(step, dropped) == {"actor/entropy": 0.5, "val/easy/acc": 1}
         assert logged_metrics(step, dropped) == {"actor/entropy": 0.5, "val/easy/acc": 1}
     warned = [r.getMessage() for r in caplog.records]
@@ -356,7 +357,7 @@ def test_the_driver_keeps_its_own_temporary_files_in_the_run_dir(tmp_path, monke
     <run dir>/.cache/tmp, not /tmp, unless TMPDIR is set (kept)."""
     import tempfile
 
-    from sweeps.ray_cluster import prepare_environment
+    from sweeps.driver.ray_cluster import prepare_environment
 
     if tmpdir_set:
         monkeypatch.setenv("TMPDIR", str(tmp_path))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.runner import RunOptions, run_sweep
-from sweeps.spec import SpecError, load_spec
+from sweeps.driver.runner import RunOptions, run_sweep
+from sweeps.spec.load import SpecError, load_spec
 from sweep_testlib import (
-    children, client_for, history_difference, kill_advancing_trial_worker, kill_ray_processes, metric_history,
-    refresh_ray_auth, short_ray_dir, steps_of, store_ready, subprocess_env, sweep_command, wait_for, write_spec,
-)
+                           children, client_for, history_difference, kill_advancing_trial_worker, kill_ray_processes, metric_history,
+                           refresh_ray_auth, short_ray_dir, steps_of, store_ready, subprocess_env, sweep_command, wait_for, write_spec,
+                           )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -77,7 +77,7 @@ def test_small_sweep_parent_children_histories_and_resume(tmp_path, local_ray):
         assert steps_of(client, run.info.run_id, "val/avg/acc") == [0, 2, 4, 6]
     assert "actor/mix_weight" in kids["dhpo-entropy.s0"].data.metrics
     assert_verdicts_recorded(client, kids, steps=(0, 2, 4, 6), benchmarks=("easy", "medium", "hard"), problems=4)
-    from dashboards.report import ReportConfig, report_from_mlflow
+    from dashboards.report.writer import ReportConfig, report_from_mlflow
 
     report = tmp_path / "report"
     report_from_mlflow("e2e_small", tracking_uri=client.tracking_uri, out_dir=report, log=False, config=ReportConfig(

@@ -1,4 +1,4 @@
-"""`sweep fit CURVES` (sweeps/commands/fit.py, dashboards/curve_files.py): curves from anywhere fitted as
+"""`sweep fit CURVES` (sweeps/commands/fit.py, dashboards/collect/curve_files.py): curves from anywhere fitted as
 `sweep report` fits a sweep's; every bad input named before anything is fitted."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from dashboards.curve_simulation import simulate
+from dashboards.stats.curve_simulation import simulate
 from sweeps.cli import app
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,13 +1,13 @@
-"""Where a sweep's trials run: Tune slots, concurrency and local logical resources (sweeps/placement.py and
+"""Where a sweep's trials run: Tune slots, concurrency and local logical resources (sweeps/driver/placement.py and
 the verl backend's placement hook, trainers/verl_backend/placement.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweeps.placement import plan
-from sweeps.ray_cluster import Capacity
-from sweeps.spec import SpecError, load_spec
+from sweeps.driver.placement import plan
+from sweeps.driver.ray_cluster import Capacity
+from sweeps.spec.load import SpecError, load_spec
 from trainers.verl_backend.placement import VERL_CPU_LOGICAL_CPUS
 from sweep_testlib import placement_spec_file
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 from mlflow.tracking import MlflowClient
 
-from sweeps.provenance import PACKAGES, REPO, cluster_tag, provenance
-from sweeps.spec import load_spec
-from sweeps.tracking import SweepTracker
+from sweeps.tracking.provenance import PACKAGES, REPO, cluster_tag, provenance
+from sweeps.spec.load import load_spec
+from sweeps.tracking.sweep_runs import SweepTracker
 
 
 def git(*args: str) -> str:
@@ -71,7 +71,7 @@ def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
     # the same mapping as JSON, which the read commands load (a big grid's YAML takes seconds to parse)
     as_json = json.loads(Path(client.download_artifacts(tracker.parent_id, "spec/resolved.json", str(tmp_path))).read_text())
     assert as_json == resolved
-    from dashboards.recorded_spec import recorded_spec
+    from dashboards.collect.recorded_spec import recorded_spec
 
     assert recorded_spec(client, tracker.parent_id) == resolved
 

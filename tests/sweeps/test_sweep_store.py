@@ -11,12 +11,12 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from sweeps.spec import load_spec
+from sweeps.spec.load import load_spec
 from tracking_store.client import StoreMissing, is_transient, open_existing
 from tracking_store.lease import DriverLease, LEASE_TAG, SweepAlreadyRunning
 from tracking_store.uri import default_uri, mask_uri
-from sweeps.tracking import SweepTracker
-from sweeps.tracking_writer import Journal, TrackingOutage, TrackingWriter, journal_path
+from sweeps.tracking.sweep_runs import SweepTracker
+from sweeps.tracking.writer import Journal, TrackingOutage, TrackingWriter, journal_path
 from sweep_testlib import steps_of, write_spec
 
 
@@ -177,8 +177,8 @@ def test_an_outage_past_the_limit_ends_as_an_interruption_and_the_journal_keeps_
 
 
 def test_a_journal_the_store_refuses_is_kept_aside_and_does_not_block_the_sweep(spec, tmp_path):
-    from sweeps.driver_log import DriverState
-    from sweeps.runner import _replay
+    from sweeps.driver.tune_callback import DriverState
+    from sweeps.driver.runner import _replay
 
     run_dir = tmp_path / "runs"
     tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
@@ -195,3 +195,31 @@ def test_a_journal_the_store_refuses_is_kept_aside_and_does_not_block_the_sweep(
     kept = list(journal.path.parent.glob("*.rejected-*.jsonl"))
     assert len(kept) == 1 and '"op":"tags"' in kept[0].read_text()  # what the store refused, kept for the user
     assert steps_of(MlflowClient(default_uri(run_dir)), tracker.children[tid]["run_id"], "actor/entropy") == [1]
+
+
+def test_every_journal_operation_is_written_by_one_driver_method_and_reaches_the_store(spec, tmp_path):
+    """The operations are one enumeration: each driver method journals its Op, and APPLY takes each to the store."""
+    from contract.metrics import verdicts_artifact
+    from sweeps.tracking.writer import APPLY, Op
+
+    assert set(APPLY) == set(Op)
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
+    tid = spec.trials[0].trial_id
+    journal = Journal(journal_path(run_dir / spec.name, default_uri(run_dir)))
+    writer = TrackingWriter(journal, lambda: tracker, 60.0, print, trial_of=lambda t, _: spec.trials[0])
+    writer.start_trial(tid)
+    writer.log_steps(tid, [(1, 1000.0, {"actor/entropy": 0.5}), (2, 1001.0, {"actor/entropy": 0.4})])
+    writer.set_tags(tid, {"stopped_by": "scheduler"})
+    writer.log_verdicts(tid, 2, json.dumps({"problems": []}))
+    writer.log_eval(tid, [])
+    writer.end_trial(tid, "FINISHED")
+    journaled = [op["op"] for op in journal.read()[0]]
+    assert journaled == ["start", "steps", "tags", "verdicts", "eval", "end"] and set(journaled) == {op.value for op in Op}
+    writer._round(tracker)
+    assert not journal.pending()
+    run = MlflowClient(default_uri(run_dir)).get_run(tracker.children[tid]["run_id"])
+    assert run.info.status == "FINISHED" and run.data.tags["stopped_by"] == "scheduler"
+    assert steps_of(MlflowClient(default_uri(run_dir)), run.info.run_id, "actor/entropy") == [1, 2]
+    files = [f.path for f in MlflowClient(default_uri(run_dir)).list_artifacts(run.info.run_id, "verdicts/val")]
+    assert files == [verdicts_artifact("val", 2)]

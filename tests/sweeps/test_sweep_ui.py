@@ -41,23 +41,23 @@ from sweep_testlib import subprocess_env, sweep_exe
 from typer.testing import CliRunner
 
 from contract.metrics import (
-    CLIP_FRACTIONS,
-    ENTROPY,
-    GRAD_NORM,
-    RESPONSE_LENGTH_MEAN,
-    REWARD_MEAN,
-    STEP_TIME,
-    TRIAL_STEP,
-    VAL_AVG,
-    val_key,
-)
-from dashboards.report import NOTE_TAG, ReportConfig, report_from_mlflow
+                              CLIP_FRACTIONS,
+                              ENTROPY,
+                              GRAD_NORM,
+                              RESPONSE_LENGTH_MEAN,
+                              REWARD_MEAN,
+                              STEP_TIME,
+                              TRIAL_STEP,
+                              VAL_AVG,
+                              val_key,
+                              )
+from dashboards.report.writer import NOTE_TAG, ReportConfig, report_from_mlflow
 from sweeps.cli import app
-from sweeps.spec import load_spec
-from sweeps.ui_pages import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
-from sweeps.tracking import KIND_TAG, MODEL_TRAINING, SweepTracker
-from sweeps.ui_server import answers
-from sweeps.ui_views import MAX_TAG_VALUE, view_state, view_tag
+from sweeps.spec.load import load_spec
+from sweeps.ui.pages import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
+from sweeps.tracking.sweep_runs import KIND_TAG, MODEL_TRAINING, SweepTracker
+from sweeps.ui.server import answers
+from sweeps.ui.views import MAX_TAG_VALUE, view_state, view_tag
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -410,7 +410,7 @@ def test_the_curves_views_filter_leaves_failed_trials_out_of_a_real_store(tmp_pa
     """The curves view's search, run by MLflow's own search on a sqlite store: running, finished and
     killed trials stay (a sweep in progress is drawn), a FAILED trial goes (the table leaves it out too),
     and so does every run that is not a trial."""
-    from sweeps.ui_views import curves_view_state
+    from sweeps.ui.views import curves_view_state
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "configs" / "sweeps" / "dhpo_vs_baselines.yaml")
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")

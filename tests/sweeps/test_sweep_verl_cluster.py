@@ -1,7 +1,7 @@
 """verl trials of one sweep sharing a real two-node Ray cluster with logical GPUs.
 
 A ``ray.cluster_utils.Cluster`` of two nodes (12 CPUs and 1 logical GPU each, token
-authentication as sweeps/ray_cluster.py sets it up) stands for a small GPU cluster. ``sweep run
+authentication as sweeps/driver/ray_cluster.py sets it up) stands for a small GPU cluster. ``sweep run
 SPEC --address <gcs>`` runs eight one-step verl trials on verl's CPU platform, two at a time,
 one per objective with non-default parameters (DHPO twice: averaged + unified clip, entropy +
 branch clip). ``ZOO_VERL_RECORD_PARAMS`` is set in the ``sweep run`` process only: the Ray
@@ -43,9 +43,9 @@ import pytest
 import yaml
 
 from sweep_testlib import (
-    REPO, children, client_for, kill_ray_processes, refresh_ray_auth, short_cwd, short_ray_dir, steps_of,
-    subprocess_env, sweep_exe,
-)
+                           REPO, children, client_for, kill_ray_processes, refresh_ray_auth, short_cwd, short_ray_dir, steps_of,
+                           subprocess_env, sweep_exe,
+                           )
 
 slow = pytest.mark.slow  # the three cluster tests (one sweep, a module fixture); the first test is fast
 
@@ -193,7 +193,7 @@ def test_sweep_environment_reaches_trial_workers_and_verl_jobs_without_credentia
     job's runtime_env, and each trial's launch puts them (under its own variables) into the verl job's."""
     import ray
 
-    from sweeps import ray_cluster
+    from sweeps.driver import ray_cluster
     from trainers.config import TrialConfig
     from trainers.verl_backend.config import VerlConfig
     from trainers.verl_backend.launch import Inputs, build_launch
@@ -227,7 +227,7 @@ def verl_cluster_sweep(tmp_path_factory):
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweeps.ray_cluster import enable_local_token_auth
+    from sweeps.driver.ray_cluster import enable_local_token_auth
 
     saved_env = dict(os.environ)
     tmp = tmp_path_factory.mktemp("verl_cluster")

@@ -55,7 +55,7 @@ def test_injected_faults_end_as_a_user_would_expect():
     assert (trials / CISPO / "synthetic_failures").read_text() == "2"
     assert "synthetic failure at step 2" in runs[CISPO].data.tags["failure_reason"]
     # Tune keeps each checkpoint's result for the whole sweep: the steps it carried (journaled and in the store
-    # above) are not kept there too (sweeps/driver_log.py on_trial_save); each trial checkpointed every 2 steps
+    # above) are not kept there too (sweeps/driver/tune_callback.py on_trial_save); each trial checkpointed every 2 steps
     from ray.tune import ExperimentAnalysis
 
     attempts = sorted((run_dir / "faults" / "ray_results").glob("attempt-*"))

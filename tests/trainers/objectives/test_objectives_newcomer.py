@@ -31,9 +31,9 @@ TOY_MODULE = textwrap.dedent('''
 
     from trainers.objectives import LabelPart, ObjectiveSpec
     from trainers.objectives.base import (
-        aggregate_sequences, aggregate_tokens, check_agg, check_choice, check_positive, prepare, ratio_metrics,
-        to_floats,
-    )
+                                          aggregate_sequences, aggregate_tokens, check_agg, check_choice, check_positive, prepare, ratio_metrics,
+                                          to_floats,
+                                          )
 
 
     @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def test_toy_is_complete(toy):
 
 
 def test_a_sweep_spec_with_the_toy_loads(toy, tmp_path):
-    from sweeps.spec import load_spec
+    from sweeps.spec.load import load_spec
     from trainers.config import ConfigError, load_trial_config
 
     path = tmp_path / "toy_sweep.yaml"

@@ -1,0 +1,1 @@
+"""Figures: training curves (plotly and matplotlib) and compute curves."""
