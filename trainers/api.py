@@ -36,6 +36,7 @@ replay the same deterministic steps into the same divergence.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -69,8 +70,23 @@ class Trainer(Protocol):
                  storage_dir: Path | None = None, verdicts: VerdictSink | None = None) -> dict: ...
 
 
-def get_trainer(backend: str) -> Trainer:
-    """The train function of a backend of trainers/backends.py (its package is imported only now)."""
-    from trainers.backends import get_trainer as load
+class CheckpointNotUsable(ValueError):
+    """A path that is no checkpoint we can evaluate (a backend's ``export_hf`` hook); the message says what was expected."""
 
-    return load(backend)
+
+@dataclass
+class Placement:
+    """Where a sweep's trials run on Ray (a backend's ``placement`` hook, or the Tune slot alone)."""
+
+    tune_resources: dict[str, float]
+    """The Tune slot of each trial."""
+    max_concurrent: int
+    """Trials at once."""
+    gpus_per_trial: int
+    """GPUs (logical on a CPU platform) each trial's own placement groups take outside its slot; 0: none."""
+    local_cpus: int | None = None
+    """CPUs a local ray.init declares (None: the machine's)."""
+    local_gpus: int | None = None
+    """GPUs a local ray.init declares (None: the visible ones)."""
+    local_gpu_ids: str | None = None
+    """CUDA_VISIBLE_DEVICES of a local Ray's node (packing: the one GPU's id once per trial sharing it); None: as is."""

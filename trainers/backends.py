@@ -1,16 +1,18 @@
-"""The trainer backends: name -> where its train function and its checks live (imported lazily).
+"""The trainer backends: name -> its train function and its hooks.
 
 A backend is one package with a ``train`` function (the contract in trainers/api.py) and, optionally, one
-section of the trial config named after it that only it reads (``local:``, ``verl:``): its entry names the
-section's dataclass (``section``) and trainers/config.py builds TrialConfig from these entries. Adding a
-backend means its package and one entry here (``register_backend``: a test's toy backend, a plug-in);
-sweeps/, evaluators/ and trainers/config.py never name a backend, they ask this module.
+section of the trial config named after it that only it reads (``local:``, ``verl:``), registered in
+trainers/sections.py (its dataclass, check and path keys; trainers/config.py builds TrialConfig from those).
+Each built-in backend's hooks are the named functions of its ``hooks.py`` (trainers/local/hooks.py, ...),
+registered here by reference; a hook whose code is heavy (torch, verl, Hydra) imports it when called. Adding a
+backend means its package and one entry here and in trainers/sections.py (``register_backend`` adds both: a
+test's toy backend, a plug-in); sweeps/, evaluators/ and trainers/config.py never name a backend, they ask
+these registries.
 
-    from trainers.backends import get_trainer, backend_names
-    train = get_trainer("verl")        # imports trainers.verl_backend.train only now
+    from trainers.backends import get_backend, backend_names
+    train = get_backend("verl").train       # trainers/verl_backend/hooks.py train: imports verl's launch code when called
 
-Hooks besides ``train`` (all optional, "module:function" strings):
-    validate  (cfg, source) -> None           range checks of its section, ConfigError naming the key
+Hooks besides ``train`` (all optional functions):
     preflight (trials, source) -> None        checks of a whole sweep before any trial starts
                                               (e.g. verl composes its Hydra config for each trial)
     describe  (cfg) -> str                    what ``sweep run --dry-run`` prints for a trial
@@ -25,15 +27,10 @@ Hooks besides ``train`` (all optional, "module:function" strings):
 A backend with these two hooks also names its checkpoints (``checkpoints``) for the message of a
 directory that is no checkpoint. trial_eval/checkpoints.py is their caller:
 
-    get_backend("local").load("export_hf")(ckpt, out_dir, lambda: cfg, print)
+    get_backend("local").export_hf(ckpt, out_dir, lambda: cfg, print)
 
 Hooks of a sweep (sweeps/ calls them through the functions below; ``resources`` is the spec's
 per-trial {cpus, gpus}, ``.cpus``/``.gpus``):
-    paths     "module:NAME" of a dict {dotted key of its section: default}, the keys holding paths:
-              a sweep makes them absolute against the directory it starts in (``absolute_paths``),
-              in its own trials' configs (every trial's with ``paths_in_every_trial``, the local
-              backend's: trial-config hashes, which a resume compares, stay as they were)
-              e.g. local: {"warm_start.cache_dir": ".cache/base_models"}
     resolve_resources (data, resources) -> None
               in a trial-config dict, before validation: the defaults of its section that depend on
               the spec's resources (verl: ``verl.device: auto`` -> 'cpu' with 0 GPUs, else 'cuda')
@@ -47,7 +44,7 @@ per-trial {cpus, gpus}, ``.cpus``/``.gpus``):
               .where (for messages); ``local``: a ray.init the sweep starts; ConfigError when the
               trials can never fit. Without it a trial trains inside its slot ``resources``, which
               then holds its GPUs (``slot_holds_gpus``). sweeps/driver/placement.py is the caller:
-              place = get_backend("verl").load("placement")
+              place = get_backend("verl").placement
               place(configs, resources, 2, capacity, True, "spec.yaml").gpus_per_trial  # nnodes x n_gpus_per_node
     smoke_overrides (resources) -> list[str]
               spec overrides ``sweep run --smoke`` adds to a spec with trials of this backend
@@ -71,117 +68,66 @@ Plain attributes: ``packages`` (Python distributions whose versions a sweep reco
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 from contract.plugins import load_plugins
+from trainers.sections import DEFAULT_BACKEND, SECTIONS, Section, section_of
 
 
-class CheckpointNotUsable(ValueError):
-    """A path that is no checkpoint we can evaluate; the message says what was expected."""
-
-
-@dataclass
-class Placement:
-    """Where a sweep's trials run on Ray (a backend's ``placement`` hook, or the Tune slot alone)."""
-
-    tune_resources: dict[str, float]
-    """The Tune slot of each trial."""
-    max_concurrent: int
-    """Trials at once."""
-    gpus_per_trial: int
-    """GPUs (logical on a CPU platform) each trial's own placement groups take outside its slot; 0: none."""
-    local_cpus: int | None = None
-    """CPUs a local ray.init declares (None: the machine's)."""
-    local_gpus: int | None = None
-    """GPUs a local ray.init declares (None: the visible ones)."""
-    local_gpu_ids: str | None = None
-    """CUDA_VISIBLE_DEVICES of a local Ray's node (packing: the one GPU's id once per trial sharing it); None: as is."""
+Hook = Optional[Callable[..., Any]]
 
 
 @dataclass(frozen=True)
 class Backend:
     name: str
-    train: str
-    """"module:function" of the train function (trainers/api.py contract)."""
+    train: Callable[..., dict]
+    """The train function (trainers/api.py contract)."""
     summary: str
     """One line for docs and errors."""
-    validate: str | None = None
-    preflight: str | None = None
-    describe: str | None = None
-    base_model: str | None = None
-    is_checkpoint: str | None = None
-    export_hf: str | None = None
+    preflight: Hook = None
+    describe: Hook = None
+    base_model: Hook = None
+    is_checkpoint: Hook = None
+    export_hf: Hook = None
     checkpoints: str | None = None
     """What its checkpoints look like, for messages ("a local-trainer checkpoint (trainer_state.pt)")."""
-    paths: str | None = None
-    """"module:NAME" of a dict {dotted key of its section: default}: the keys holding paths."""
-    paths_in_every_trial: bool = False
-    """Its ``paths`` made absolute in every trial's config, not only its own trials' (local)."""
-    resolve_resources: str | None = None
-    check_resources: str | None = None
-    placement: str | None = None
-    smoke_overrides: str | None = None
-    worker_env: str | None = None
-    trial_env: str | None = None
-    base_fingerprint: str | None = None
-    trial_setup: str | None = None
+    resolve_resources: Hook = None
+    check_resources: Hook = None
+    placement: Hook = None
+    smoke_overrides: Hook = None
+    worker_env: Hook = None
+    trial_env: Hook = None
+    base_fingerprint: Hook = None
+    trial_setup: Hook = None
     packages: tuple[str, ...] = ()
     """Python distributions whose versions a sweep records (provenance.<package>)."""
-    section: str | None = None
-    """"module:Class" of its trial-config section ``<name>:`` (a dataclass of defaults); None: it has none."""
-    section_omitted_at_defaults: bool = False
-    """Its section is left out of TrialConfig.to_dict() while at its defaults (a section added after trials
-    were recorded: their config hashes stay as they were)."""
-
-    def load(self, hook: str = "train") -> Any:
-        target = getattr(self, hook)
-        if target is None:
-            return None
-        module, _, function = target.partition(":")
-        return getattr(importlib.import_module(module), function)
 
 
-BACKENDS: dict[str, Backend] = {
-    "local": Backend("local", "trainers.local.trainer:train",
-                     "the built-in trainer (tiny Qwen3 or a local checkpoint; CPU or one GPU)",
-                     validate="trainers.local.config:validate_local_section",
-                     base_model="trainers.local.warmstart:base_model_dir",
-                     is_checkpoint="trainers.local.export:is_checkpoint",
-                     export_hf="trainers.local.export:export_hf",
-                     checkpoints="a local-trainer checkpoint (trainer_state.pt)",
-                     paths="trainers.local.config:PATHS", paths_in_every_trial=True,
-                     section="trainers.local.config:LocalConfig",
-                     preflight="trainers.local.numerics:check_modes", trial_env="trainers.local.numerics:trial_env",
-                     trial_setup="trainers.local.numerics:trial_setup",
-                     base_fingerprint="trainers.local.warmstart:base_fingerprint"),
-    "verl": Backend("verl", "trainers.verl_backend.train:train",
-                    "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
-                    validate="trainers.verl_backend.config:validate_verl_section",
-                    preflight="trainers.verl_backend.preflight:preflight",
-                    describe="trainers.verl_backend.launch:describe",
-                    base_model="trainers.verl_backend.launch:base_model_dir",
-                    is_checkpoint="trainers.verl_backend.export:is_checkpoint",
-                    export_hf="trainers.verl_backend.export:export_hf",
-                    checkpoints="a verl checkpoint (global_step_N/ or verl_checkpoint.json)",
-                    paths="trainers.verl_backend.config:PATHS",
-                    resolve_resources="trainers.verl_backend.placement:resolve_device",
-                    check_resources="trainers.verl_backend.placement:check_gpus",
-                    placement="trainers.verl_backend.placement:place",
-                    smoke_overrides="trainers.verl_backend.placement:smoke_overrides",
-                    worker_env="trainers.verl_backend.launch:inherited_env", packages=("verl",),
-                    section="trainers.verl_backend.config:VerlConfig"),
-    "synthetic": Backend("synthetic", "trainers.synthetic.trainer:train",
-                         "no model: the metrics of a real trial at a set pace, with injected faults (benchmarks, tests)",
-                         validate="trainers.synthetic.config:validate_synthetic_section",
-                         section="trainers.synthetic.config:SyntheticConfig", section_omitted_at_defaults=True),
-}
+def _built_in() -> dict[str, Backend]:
+    from trainers.local import hooks as local
+    from trainers.synthetic import hooks as synthetic
+    from trainers.verl_backend import hooks as verl
+
+    return {
+        "local": Backend("local", local.train, "the built-in trainer (tiny Qwen3 or a local checkpoint; CPU or one GPU)",
+                         base_model=local.base_model, is_checkpoint=local.is_checkpoint, export_hf=local.export_hf,
+                         checkpoints="a local-trainer checkpoint (trainer_state.pt)", preflight=local.preflight, trial_env=local.trial_env, trial_setup=local.trial_setup,
+                         base_fingerprint=local.base_fingerprint),
+        "verl": Backend("verl", verl.train, "verl main_ppo, one Ray driver per trial (GPU cluster with vLLM, or CPU)",
+                        preflight=verl.preflight, describe=verl.describe,
+                        base_model=verl.base_model, is_checkpoint=verl.is_checkpoint, export_hf=verl.export_hf,
+                        checkpoints="a verl checkpoint (global_step_N/ or verl_checkpoint.json)",
+                        resolve_resources=verl.resolve_device, check_resources=verl.check_gpus,
+                        placement=verl.place, smoke_overrides=verl.smoke_overrides, worker_env=verl.inherited_env,
+                        packages=("verl",)),
+        "synthetic": Backend("synthetic", synthetic.train,
+                             "no model: the metrics of a real trial at a set pace, with injected faults (benchmarks, tests)"),
+    }
 
 
-DEFAULT_BACKEND = "local"
-"""The backend of a trial config that names none (TrialConfig.backend's default)."""
+BACKENDS: dict[str, Backend] = _built_in()
 
 
 def backend_names() -> list[str]:
@@ -189,28 +135,25 @@ def backend_names() -> list[str]:
     return list(BACKENDS)
 
 
-def register_backend(backend: Backend) -> None:
-    """Add a backend (a plug-in, a test's toy backend). Its section joins the trial config only where
-    TrialConfig is built after this (trainers/config.py ``trial_config_class``)."""
+def register_backend(backend: Backend, section: Section | None = None) -> None:
+    """Add a backend (a plug-in, a test's toy backend) and its entry in trainers/sections.py (none: it has no
+    section). Its section joins the trial config only where TrialConfig is built after this
+    (trainers/config.py ``trial_config_class``)."""
     if backend.name in BACKENDS:
         raise ValueError(f"backend {backend.name!r} is registered already")
+    if section is not None and section.backend != backend.name:
+        raise ValueError(f"backend {backend.name!r}: its section is registered as {section.backend!r}")
     BACKENDS[backend.name] = backend
+    SECTIONS[backend.name] = section or Section(backend.name)
 
 
 def unregister_backend(name: str) -> None:
     BACKENDS.pop(name, None)
-
-
-def sections() -> list[tuple[Backend, type]]:
-    """(backend, its section's dataclass) of every backend with a section, in registry order."""
-    load_plugins()
-    return [(b, b.load("section")) for b in BACKENDS.values() if b.section is not None]
+    SECTIONS.pop(name, None)
 
 
 def get_backend(name: str) -> Backend:
-    load_plugins()
-    if name not in BACKENDS:
-        raise ValueError(f"backend: unknown trainer backend {name!r}; expected one of {backend_names()}")
+    section_of(name)  # loads the plug-ins; a ValueError naming the registered backends
     return BACKENDS[name]
 
 
@@ -228,34 +171,33 @@ def describe(cfg) -> str | None:
     return _call(get_backend(cfg.backend), "describe", cfg)
 
 
-def get_trainer(name: str):
-    """The train function of backend ``name`` (imported now, not when this module is)."""
-    return get_backend(name).load("train")
-
-
 def _call(backend: Backend | None, hook: str, *args) -> Any:
     """``hook`` of ``backend`` called with ``args``; None when there is no backend or it lacks the hook."""
-    function = backend.load(hook) if backend is not None else None
+    function = getattr(backend, hook) if backend is not None else None
     return function(*args) if function is not None else None
 
 
-def _of_dict(data: dict) -> Backend | None:
+def _name_of(data: dict) -> str | None:
     """The backend a trial-config dict names (the default when it names none); None: no backend's name."""
     name = data.get("backend", DEFAULT_BACKEND)
-    return BACKENDS.get(name) if isinstance(name, str) else None
+    return name if isinstance(name, str) else None
+
+
+def _of_dict(data: dict) -> Backend | None:
+    return BACKENDS.get(_name_of(data))
 
 
 def absolute_paths(data: dict, base: Path) -> None:
-    """In a trial-config dict: each backend's ``paths`` keys made absolute against ``base`` (the
-    default where absent), in its own trials (``paths_in_every_trial``: in every trial). A value of
-    the wrong type is left alone for TrialConfig to name."""
-    own = _of_dict(data)
-    for backend in BACKENDS.values():
-        if backend.paths is None or not (backend.paths_in_every_trial or backend is own):
+    """In a trial-config dict: each section's ``paths`` keys (trainers/sections.py) made absolute against ``base``
+    (the default where absent), in its own trials (``paths_in_every_trial``: in every trial). A value of the
+    wrong type is left alone for TrialConfig to name."""
+    own = _name_of(data)
+    for section in SECTIONS.values():
+        if section.paths is None or not (section.paths_in_every_trial or section.backend == own):
             continue
-        for dotted, default in backend.load("paths").items():
+        for dotted, default in section.paths.items():
             *parents, leaf = dotted.split(".")
-            node = data.setdefault(backend.name, {})
+            node = data.setdefault(section.backend, {})
             for part in parents:
                 node = node.setdefault(part, {}) if isinstance(node, dict) else None
             if isinstance(node, dict) and isinstance(node.get(leaf, ""), str):

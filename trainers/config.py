@@ -15,9 +15,10 @@ and ``~trainer.lr`` (or ``~trainer``) puts the field (or section) back at its da
 ``algorithm.params``, ``data.eval_files`` and ``verl.data_sources`` are open mappings
 (``~algorithm.params.eps_low``: the objective's paper default again).
 
-The backend sections (``local:``, ``verl:``, ``synthetic:``) come from the backend registry (trainers/backends.py:
-each entry names its section's dataclass); TrialConfig is built from it, so this module names no backend. Each
-backend reads only its own section and checks it with its ``validate`` hook.
+The backend sections (``local:``, ``verl:``, ``synthetic:``) come from the sections' registry (trainers/sections.py:
+each entry holds its section's dataclass and check); TrialConfig is built from it at run time, and spelled out
+for readers and type checkers under ``TYPE_CHECKING`` (a test holds the two equal). Each backend reads only its
+own section and checks it with its entry's ``validate``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -36,7 +37,7 @@ from evaluators.rewards import RewardConfig
 from evaluators.tasks import BENCHMARKS
 from contract.errors import ConfigError, require
 from contract.suggest import did_you_mean
-from trainers.backends import DEFAULT_BACKEND, get_backend, sections
+from trainers.sections import DEFAULT_BACKEND, section_of, sections
 from trainers.objectives import get_objective
 from trainers.overrides import USAGE, OverrideError, apply as apply_override, parse as parse_override
 
@@ -145,25 +146,36 @@ class TrialSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, without the sections their backends leave out at their defaults
-        (``section_omitted_at_defaults``: the synthetic backend's), so a trial config's fingerprint
+        (``omitted_at_defaults``: the synthetic backend's), so a trial config's fingerprint
         (sweeps/spec/load.py ``config_hash``) is what it was before such a section existed."""
         data = dataclasses.asdict(self)
-        for backend, section in sections():
-            if backend.section_omitted_at_defaults and getattr(self, backend.name) == section():
-                del data[backend.name]
+        for section in sections():
+            if section.omitted_at_defaults and getattr(self, section.backend) == section.config():
+                del data[section.backend]
         return data
 
 
 def trial_config_class() -> type:
     """TrialConfig: TrialSettings plus one field per backend section of the registry, named after the backend
     (``local``, ``verl``, ``synthetic``), each at its dataclass's defaults."""
-    extra = [(backend.name, section, field(default_factory=section)) for backend, section in sections()]
+    extra = [(s.backend, s.config, field(default_factory=s.config)) for s in sections()]
     cls = dataclasses.make_dataclass("TrialConfig", extra, bases=(TrialSettings,))
     cls.__module__ = __name__  # pickled by reference (Ray hands trial configs to its workers)
     return cls
 
 
-TrialConfig = trial_config_class()
+if TYPE_CHECKING:  # what trial_config_class() builds from the built-in backends (a test holds the two equal)
+    from trainers.local.config import LocalConfig
+    from trainers.synthetic.config import SyntheticConfig
+    from trainers.verl_backend.config import VerlConfig
+
+    @dataclass
+    class TrialConfig(TrialSettings):
+        local: LocalConfig = field(default_factory=LocalConfig)
+        verl: VerlConfig = field(default_factory=VerlConfig)
+        synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+else:
+    TrialConfig = trial_config_class()
 
 
 def _build(cls: type, data: Any, prefix: str, source: str) -> Any:
@@ -270,12 +282,11 @@ def validate(cfg: TrialConfig, source: str = "config") -> None:
     for path, value in files:
         require(Path(value).is_file(), source, path, "an existing file (.jsonl, .json or .parquet: evaluators/loaders.py)", value)
     try:
-        backend = get_backend(cfg.backend)
+        section = section_of(cfg.backend)
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
-    check_section = backend.load("validate")
-    if check_section is not None:
-        check_section(cfg, source)
+    if section.validate is not None:
+        section.validate(cfg, source)
     require(len(d.benchmarks) >= 1, source, "data.benchmarks", "a non-empty list", d.benchmarks)
     for bench in d.benchmarks:
         if bench in PAPER_BENCHMARKS and bench not in d.eval_files:

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 from contract.run_layout import TRIAL_FILE  # the trial config, written into every checkpoint a sweep trial reports
-from trainers.backends import CheckpointNotUsable, backend_names, get_backend
+from trainers.api import CheckpointNotUsable
+from trainers.backends import backend_names, get_backend
 
 __all__ = ["TRIAL_FILE", "CheckpointNotUsable", "checkpoint_kind", "materialize", "read_trial_config"]
 
@@ -41,7 +42,7 @@ def checkpoint_kind(path: Path) -> str:
         return "hf"
     backends = [get_backend(name) for name in backend_names()]  # plug-ins' too
     for backend in backends:
-        accepts = backend.load("is_checkpoint")
+        accepts = backend.is_checkpoint
         if accepts is not None and accepts(path):
             return backend.name
     forms = [b.checkpoints for b in backends if b.checkpoints]
@@ -77,7 +78,7 @@ def materialize(path: Path, out_dir: Path, trial_config=None, log=print) -> Path
 
     tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=target.parent))
     try:
-        get_backend(kind).load("export_hf")(path, tmp, config, log)
+        get_backend(kind).export_hf(path, tmp, config, log)
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
     finally:

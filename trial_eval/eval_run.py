@@ -179,7 +179,7 @@ def base_target(cfg, eval_root: Path, run_id: str | None = None, log: Callable[[
 
     from trainers.backends import get_backend
 
-    base = Path(get_backend(cfg.backend).load("base_model")(cfg, log)).resolve()
+    base = Path(get_backend(cfg.backend).base_model(cfg, log)).resolve()
     digest = hashlib.sha256(str(base).encode()).hexdigest()[:12]
     return EvalTarget(f"base {cfg.model.name}", base, 0, Path(eval_root) / digest, cfg, run_id)
 

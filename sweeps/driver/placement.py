@@ -16,7 +16,8 @@ from __future__ import annotations
 from contract.errors import ConfigError
 from sweeps.driver.ray_cluster import Capacity
 from sweeps.spec.errors import SpecError
-from trainers.backends import Placement, get_backend
+from trainers.api import Placement
+from trainers.backends import get_backend
 
 __all__ = ["Placement", "plan"]
 
@@ -31,7 +32,7 @@ def plan(spec, capacity: Capacity, local: bool) -> Placement:
     if len(names) > 1:
         raise SpecError(f"{spec.path}: backend: a sweep runs one backend; this one mixes {placing[0]!r} with "
                         f"{sorted(names - {placing[0]})}")
-    place = get_backend(placing[0]).load("placement")
+    place = get_backend(placing[0]).placement
     try:
         return place([t.config for t in spec.trials], r, spec.max_concurrent, capacity, local, str(spec.path))
     except ConfigError as err:

@@ -276,7 +276,8 @@ def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     import ray
     from ray import tune
 
-    from trainers.api import TrainingDiverged, get_trainer
+    from trainers.api import TrainingDiverged
+    from trainers.backends import get_backend
     from trainers.backends import trial_setup
 
     payload = payloads[config[TRIAL_ID]] if TRIAL_ID in config else config["trial"]
@@ -290,7 +291,7 @@ def run_trial(config: dict, payloads: dict[str, dict] | None = None) -> None:
     watchdog = _Watchdog(float(payload.get("stall_timeout_s") or 0.0), layout.stall_marker(trial_id))
     reporter = _Reporter(cfg, payload, meta, watchdog)
     try:
-        final = get_trainer(cfg.backend)(cfg, reporter.report, resume_from=resume or None, workdir=scratch / "checkpoints",
+        final = get_backend(cfg.backend).train(cfg, reporter.report, resume_from=resume or None, workdir=scratch / "checkpoints",
                                          log=lambda line: _log(line, reporter.startup_log, reporter.started, note),
                                          storage_dir=layout.trial_dir(trial_id), verdicts=reporter.record_verdicts)
         reporter.flush(final)

@@ -57,9 +57,10 @@ from sweeps.spec.stop_rules import StopRuleError, parse_stop_rules
 from sweeps.spec.overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, blame_override,
                                    check_reach, check_sections, param_overrides)
 from sweeps.spec.trial_ids import cap_id, config_id, id_part
-from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources, sections
+from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources
 from trainers.config import ConfigError, TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
+from trainers.sections import sections
 
 __all__ = ["CONFIGS_DIR", "SPEC_KEYS", "SpecError", "SweepSpec", "Trial", "compose_base", "load_spec",
            "method_label", "resolve_spec_path", "search_trial", "MAX_LABEL"]
@@ -217,7 +218,7 @@ def _load(path: Path, overrides: list[str], cwd: Path | None) -> SweepSpec:
     report_interval_s = _seconds(raw, "report_interval_s", 1.0, src)
     stall_timeout_s = _seconds(raw, "stall_timeout_s", 1800.0, src)
     trials = _expand(variants, all_axes, seeds, base, resources, src, cwd or Path.cwd(), trial_overrides)
-    check_sections(trial_overrides, {t.config.backend for t in trials}, [b.name for b, _ in sections()])
+    check_sections(trial_overrides, {t.config.backend for t in trials}, [s.backend for s in sections()])
     search = check_search(raw.get("search"), src)
     if search is not None:
         _check_search_space(search, trials, src)

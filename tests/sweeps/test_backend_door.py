@@ -26,7 +26,7 @@ from sweep_testlib import placement_spec_file
 
 REPO = Path(__file__).resolve().parents[2]
 GENERIC = ("sweeps", "evaluators", "trial_eval", "dashboards")
-PACKAGES = tuple(b.train.partition(":")[0].rsplit(".", 1)[0] for b in BACKENDS.values())  # trainers.local, ...
+PACKAGES = tuple(b.train.__module__.rsplit(".", 1)[0] for b in BACKENDS.values())  # trainers.local, ...
 
 
 def _mentions_backend(node: ast.AST) -> bool:
@@ -98,7 +98,7 @@ def test_verl_placement_hook_takes_nnodes_times_gpus_per_node(tmp_path):
     from sweeps.spec.load import load_spec
 
     spec = load_spec(_spec(tmp_path, gpus=8, nnodes=2, per_node=4), cwd=tmp_path)
-    place = get_backend("verl").load("placement")
+    place = get_backend("verl").placement
     p = place([t.config for t in spec.trials], spec.resources, spec.max_concurrent, CLUSTER, False, "door.yaml")
     assert p.gpus_per_trial == 8 and p.tune_resources == {"cpu": 1, "gpu": 0} and p.max_concurrent == 2
     assert not backends.slot_holds_gpus("verl") and backends.slot_holds_gpus("local")
@@ -181,9 +181,13 @@ def test_worker_env_carries_the_backends_switches_only(monkeypatch):
 
 
 def test_a_new_backend_needs_one_registry_entry(tmp_path, monkeypatch):
-    toy = Backend("toy", "trainers.local.trainer:train", "a toy", paths="trainers.verl_backend.config:PATHS",
-                  smoke_overrides="trainers.verl_backend.placement:smoke_overrides")
+    from trainers.verl_backend import hooks as verl
+
+    from trainers.sections import SECTIONS, Section
+
+    toy = Backend("toy", verl.train, "a toy", smoke_overrides=verl.smoke_overrides)
     monkeypatch.setitem(BACKENDS, "toy", toy)
+    monkeypatch.setitem(SECTIONS, "toy", Section("toy", paths=dict(SECTIONS["verl"].paths)))
     data = {"backend": "toy"}
     backends.absolute_paths(data, tmp_path)
     assert data["toy"] == {"cache_dir": str(tmp_path / ".cache/verl")}

@@ -9,7 +9,7 @@
       crash_seed: 7          # ... trials and steps drawn from this seed, the trial's configuration and its seed
 
 Other backends ignore this section; a trial config leaves it out while it is at its defaults (its registry
-entry's ``section_omitted_at_defaults``), so the fingerprints of trial configs recorded before it existed are
+entry's ``omitted_at_defaults``, trainers/sections.py), so the fingerprints of trial configs recorded before it existed are
 unchanged (trainers/config.py).
 """
 

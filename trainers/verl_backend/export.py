@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from trainers.backends import CheckpointNotUsable
+from trainers.api import CheckpointNotUsable
 from trainers.verl_backend.train import POINTER
 
 

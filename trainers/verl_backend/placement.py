@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from contract.env import CUDA_VISIBLE_DEVICES
 from contract.errors import ConfigError
-from trainers.backends import Placement
+from trainers.api import Placement
 
 VERL_CPU_LOGICAL_CPUS = 12  # per CPU verl trial: TaskRunner 1 + worker bundle 3 + reward/agent/TQ actors
 SMOKE_OVERRIDES = ["base.verl.nnodes=1", "base.verl.n_gpus_per_node=1", "base.verl.micro_batch_size_per_gpu=null",

@@ -35,7 +35,7 @@ from typing import Any
 from contract.env import FORWARD_ENTROPY, VERL_EXTERNAL_MODULES
 from trainers.config import AlgorithmConfig
 from trainers.objectives import AGG_MODES
-from trainers.objectives.verl_names import ACTOR_FIELDS, AGG_FIELD, AGG_PARAM, objective_of, verl_loss_mode
+from trainers.verl_backend.loss_names import ACTOR_FIELDS, AGG_FIELD, AGG_PARAM, objective_of, verl_loss_mode
 from contract.suggest import did_you_mean
 from trainers.verl_backend.config import CPU_ROLLOUT, batch_shape, resolved_rollout
 from trainers.verl_backend.verl_checks import (

@@ -20,7 +20,7 @@ from contract.env import FORWARD_ENTROPY
 from contract.errors import ConfigError
 from contract.suggest import did_you_mean
 from trainers.objectives import get_objective
-from trainers.objectives.verl_names import ACTOR_FIELDS, objective_of
+from trainers.verl_backend.loss_names import ACTOR_FIELDS, objective_of
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"

@@ -48,7 +48,7 @@ from verl.workers.config import PolicyLossConfig
 from contract.env import RECORD_PARAMS
 from trainers.objectives import AGG_MODES, OBJECTIVES, ObjectiveSpec, PolicyBatch, get_objective
 from trainers.objectives.dhpo import dhpo_loss
-from trainers.objectives.verl_names import ACTOR_FIELDS, AGG_PARAM, LOSS_MODE_PREFIX, SHARED_CLIP_FIELD
+from trainers.verl_backend.loss_names import ACTOR_FIELDS, AGG_PARAM, LOSS_MODE_PREFIX, SHARED_CLIP_FIELD
 
 PREFIX = LOSS_MODE_PREFIX
 

@@ -56,6 +56,6 @@ def build(model_dir, cfg, chat: bool) -> ToyGenerator:
     return ToyGenerator()
 
 
-register_backend(Backend("toy", f"{__name__}:train", "a test's toy backend", is_checkpoint=f"{__name__}:is_checkpoint",
-                         export_hf=f"{__name__}:export_hf", checkpoints="a toy checkpoint (toy.json)"))
+register_backend(Backend("toy", train, "a test's toy backend", is_checkpoint=is_checkpoint, export_hf=export_hf,
+                         checkpoints="a toy checkpoint (toy.json)"))
 register_generator(GeneratorBackend("toy_gen", f"{__name__}:build", "a test's toy generator"))

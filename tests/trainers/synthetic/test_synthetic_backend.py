@@ -142,8 +142,8 @@ def test_the_section_is_left_out_of_a_trial_dict_at_its_defaults():
 
 
 def test_a_synthetic_trial_imports_neither_torch_nor_mlflow():
-    code = ("import sys; from trainers.config import TrialConfig; from trainers.backends import get_trainer; "
-            "get_trainer('synthetic')(TrialConfig.from_dict({'backend': 'synthetic', 'trainer': {'steps': 2}}), "
+    code = ("import sys; from trainers.config import TrialConfig; from trainers.backends import get_backend; "
+            "get_backend('synthetic').train(TrialConfig.from_dict({'backend': 'synthetic', 'trainer': {'steps': 2}}), "
             "lambda *a: None, log=lambda s: None); print(sorted(m for m in ('torch', 'mlflow', 'numpy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

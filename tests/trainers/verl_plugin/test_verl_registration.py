@@ -490,3 +490,20 @@ def test_record_params_from_concurrent_processes_appends_whole_lines(tmp_path):
     for pid in {r["pid"] for r in records}:
         assert sorted(r["loss"] for r in records if r["pid"] == pid) == sorted(f"zoo_{n}" for n in (
             "grpo", "gspo", "gmpo", "cispo", "sapo", "sspo", "dhpo"))
+
+
+def test_the_policy_loss_config_carries_every_objective_parameter_verl_has_no_field_for():
+    """ZooPolicyLossConfig's own fields are exactly the objectives' parameters that no verl field carries: a new
+    parameter of an objective (or a removed one) fails here until the plug-in's config follows."""
+    import dataclasses
+
+    from verl.workers.config.actor import PolicyLossConfig
+
+    from trainers.verl_backend.loss_names import ACTOR_FIELDS, AGG_PARAM
+    from trainers.verl_plugin.registry import ZooPolicyLossConfig
+
+    ours = {f.name for o in OBJECTIVES.values() for f in dataclasses.fields(o.params_cls)}
+    verl_own = {f.name for f in dataclasses.fields(PolicyLossConfig)}
+    added = {f.name for f in dataclasses.fields(ZooPolicyLossConfig)} - verl_own
+    assert added == ours - set(ACTOR_FIELDS) - {AGG_PARAM} - verl_own
+    assert all(f.default is None for f in dataclasses.fields(ZooPolicyLossConfig) if f.name in added)

@@ -7,7 +7,8 @@
 Inside the product a parameter has one name (the objective's: ``eps_low``, ``tau_pos``, ``agg``, ...). verl's
 actor config has fields for four of them (``ACTOR_FIELDS``) plus ``clip_ratio`` (one range for both sides, the
 fallback of ``eps_low``/``eps_high``) and ``loss_agg_mode`` (our ``agg``); every other parameter travels in
-``actor.policy_loss`` under its own name (trainers/verl_plugin: ``ZooPolicyLossConfig``).
+``actor.policy_loss`` under its own name (trainers/verl_plugin: ``ZooPolicyLossConfig``; a test fails when the two
+drift: tests/trainers/verl_plugin/test_verl_registration.py).
 """
 
 from __future__ import annotations
