@@ -131,7 +131,7 @@ def build_table(results: pd.DataFrame, cfg: TableConfig | None = None,
                 attach_scores(row, _problems_of(problems, row, cfg), benches)
         if cfg.delta_avg:
             _add_delta(block, benches)
-        _emphasise(block, columns, cfg)
+        _mark_best(block, columns, cfg)
         significance_notes += mark_significance(block, columns, cfg)
         if cfg.cell_text == "mean ± ci" or any(c.test for r in block for c in r.cells.values()):
             add_intervals(block, columns, cfg)
@@ -191,7 +191,7 @@ def _shown(v: float | None, cfg: TableConfig) -> float | None:
     return float(f"{v * cfg.scale:.{cfg.decimals}f}")
 
 
-def _emphasise(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
+def _mark_best(block: list[Row], columns: list[str], cfg: TableConfig) -> None:
     rows = [r for r in block if not r.is_base]
     for col in columns:
         sign = -1.0 if col in cfg.lower_is_better else 1.0

@@ -101,7 +101,7 @@ MARKDOWN_MARKS = (("baseline", "_{}_"), ("second", "<u>{}</u>"), ("best", "**{}*
 LATEX_MARKS = (("baseline", "\\textit{{{}}}"), ("second", "\\underline{{{}}}"), ("best", "\\textbf{{{}}}"))
 
 
-def _emphasize(text: str, marks: set[str], wrappers: tuple[tuple[str, str], ...], dagger: str = "†") -> str:
+def _wrap_in_marks(text: str, marks: set[str], wrappers: tuple[tuple[str, str], ...], dagger: str = "†") -> str:
     for mark, template in wrappers:
         if mark in marks:
             text = template.format(text)
@@ -125,7 +125,7 @@ def to_markdown(t: Table) -> str:
             for col in t.columns:
                 c = r.cells[col]
                 text = _value_text(t, col, c, " ± ")
-                cells.append(_emphasize(text, c.marks, MARKDOWN_MARKS))
+                cells.append(_wrap_in_marks(text, c.marks, MARKDOWN_MARKS))
             lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + [f"{'' if i == 0 else '- '}{n}" for i, n in enumerate(t.footnotes)]
     return "\n".join(lines).rstrip() + "\n"
@@ -153,7 +153,7 @@ def to_latex(t: Table, caption: str | None = None, label: str | None = None) -> 
                 if text == "—":
                     cells.append("--")
                     continue
-                cells.append(_emphasize(text, c.marks, LATEX_MARKS, "$^\\dagger$"))
+                cells.append(_wrap_in_marks(text, c.marks, LATEX_MARKS, "$^\\dagger$"))
             out.append(" & ".join(cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     body = "\n".join(out)
