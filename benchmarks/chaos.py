@@ -79,7 +79,7 @@ def write_spec(path: Path, trials: int, steps: int, pace: float) -> None:
 
 def planned_crashes(spec: Path, overrides: list[str]) -> dict[str, int]:
     """trial id -> the step it crashes at, as the synthetic backend draws it (trainers/synthetic/trainer.py)."""
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
     from trainers.synthetic.trainer import crash_step
 
     return {t.trial_id: s for t in load_spec(spec, overrides).trials if (s := crash_step(t.config))}

@@ -39,7 +39,7 @@ MODES = {"native": ("native", {}),
 
 def measure(mode: str, warm_steps: int, rl_steps: int, cache: Path) -> dict:
     """In this process (started with the mode's variables): build the base, then time ``rl_steps`` RL steps."""
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
     from trainers.config import TrialConfig
     from trainers.local.trainer import LocalTrainer
     from trainers.local.warmstart import weights_sha1

@@ -13,7 +13,7 @@ one trial takes about ``--trial-seconds`` on one core (calibrated in this proces
 one evaluation and a few RL steps are timed first), evaluation only at step 0 and at the end and
 cheaper (``data.eval_size=16``, ``trainer.eval_k=1``), ``trainer.checkpoint_every=0`` (only the
 final checkpoint that the sweep runner asks for) and one torch thread per trial (``local.threads=1``,
-set by the trainer itself in every mode). The trial configs come from ``sweeps.spec.load.load_spec`` on a
+set by the trainer itself in every mode). The trial configs come from ``sweeps.specs.load.load_spec`` on a
 spec written into the run directory, so all three modes do bit-identical work (same seeds, same data,
 same base checkpoint, same steps). The base checkpoint is built before anything is timed.
 
@@ -76,7 +76,7 @@ import logging  # noqa: E402
 
 import yaml  # noqa: E402
 
-from sweeps.spec.load import load_spec  # noqa: E402
+from sweeps.specs.load import load_spec  # noqa: E402
 from tracking_store.roles import children_filter  # noqa: E402
 from trainers.config import TrialConfig  # noqa: E402
 from trainers.local.data import load_data  # noqa: E402

@@ -101,7 +101,7 @@ def write_spec(job: dict) -> Path:
 
 def run_sweep_mode(job: dict) -> None:
     from sweeps.driver.runner import RunOptions, run_sweep
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
 
     spec = load_spec(write_spec(job))
     run_sweep(spec, RunOptions(run_dir=Path(job["run_dir"]), tracking_uri=job["tracking_uri"], num_cpus=RAY_CPUS,

@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     become_subreaper()
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = REPO / "runs" / f"verl_overhead-{stamp}"

@@ -1,6 +1,6 @@
 """The "did you mean" hint of every unknown-key error: trial configs, sweep specs and overrides.
 
-Here (not in sweeps/) so trainers can use it without importing sweeps; sweeps/spec/errors.py
+Here (not in sweeps/) so trainers can use it without importing sweeps; sweeps/specs/errors.py
 builds its messages on it.
 """
 

@@ -2,7 +2,7 @@
 
 Rooms, low to high (a room imports only rooms below it: tests/test_import_floors.py):
 
-    spec/       a sweep spec read, composed, expanded into trials and validated
+    specs/      a sweep spec read, composed, expanded into trials and validated
     tracking/   the sweep in MLflow: parent and trial runs, the journal and its writer, the Tune callback, status
     ui/         `sweep ui`: saved views, their pages, the local MLflow server
     driver/     Ray started or joined, trials placed and run by Tune, interrupts, progress, the end report

@@ -147,7 +147,7 @@ class TrialSettings:
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, without the sections their backends leave out at their defaults
         (``omitted_at_defaults``: the synthetic backend's), so a trial config's fingerprint
-        (sweeps/spec/load.py ``config_hash``) is what it was before such a section existed."""
+        (sweeps/specs/load.py ``config_hash``) is what it was before such a section existed."""
         data = dataclasses.asdict(self)
         for section in sections():
             if section.omitted_at_defaults and getattr(self, section.backend) == section.config():

@@ -109,7 +109,7 @@ def report_settings(found, spec_section: dict | None, table: dict, top: dict,
     if spec_section is not None:
         section = spec_section
         order = section.setdefault("table", {})
-        for key in ("benchmarks", "methods"):  # the order a spec's trials give them (sweeps/spec/sections.py)
+        for key in ("benchmarks", "methods"):  # the order a spec's trials give them (sweeps/specs/sections.py)
             if key not in order and key in ((recorded or {}).get("table") or {}):
                 order[key] = recorded["table"][key]
     elif recorded is not None:

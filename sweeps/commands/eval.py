@@ -140,7 +140,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate checkpoints (a directory, a trial, a whole sweep) with Avg@k / pass@k / maj@k and log them to MLflow."""
     from sweeps.tracking.eval_targets import TargetError, resolve, without_store
-    from sweeps.spec.load import SpecError
+    from sweeps.specs.load import SpecError
     from trial_eval.eval_run import load_problems
     from tracking_store.client import StoreMissing, open_client, require_store
     from tracking_store.lease import SweepAlreadyRunning

@@ -26,7 +26,7 @@ from sweeps.commands.trial_table import print_commands, print_trials
 
 if TYPE_CHECKING:
     from sweeps.driver.runner import RunOptions
-    from sweeps.spec.load import SweepSpec
+    from sweeps.specs.load import SweepSpec
 
 console = Console()
 SpecArg = Annotated[str, typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")]
@@ -110,7 +110,7 @@ def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool, smoke: b
     from sweeps.driver.interrupts import SweepInterrupted
     from sweeps.driver.ray_cluster import ClusterUnavailable
     from sweeps.driver.runner import run_sweep  # Ray and MLflow: not needed to check or list a spec
-    from sweeps.spec.errors import SpecError
+    from sweeps.specs.errors import SpecError
     from sweeps.tracking.writer import TrackingOutage
     from tracking_store.lease import SweepAlreadyRunning
     from tracking_store.uri import mask_uri

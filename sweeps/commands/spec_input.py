@@ -1,9 +1,9 @@
 """A sweep spec as the user gave it on the command line: a YAML path or a shipped name, key=value overrides
-and --smoke, loaded and validated (sweeps/spec/load.py load_spec), or one error line and exit 2.
+and --smoke, loaded and validated (sweeps/specs/load.py load_spec), or one error line and exit 2.
 
     spec = load_user_spec("dhpo_vs_baselines", ["trainer.steps=50", "seeds=[0]"], smoke=False)
 
-``trainer.steps=50`` is shorthand for ``base.trainer.steps=50`` (sweeps/spec/overrides.py: an override a
+``trainer.steps=50`` is shorthand for ``base.trainer.steps=50`` (sweeps/specs/overrides.py: an override a
 variant would overwrite is refused); the spec's own keys (seeds, search, ...) stay as they are. --smoke
 shrinks every trial (SMOKE_OVERRIDES plus what its backends add) and names the sweep NAME_smoke (``smoke_name``), so smoke trials never mix with the real ones: their own MLflow experiment,
 run folder and report. ``smoke_note`` is what `sweep run --smoke` prints about it; the read commands take
@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sweeps.commands.options import fail
-from sweeps.spec.errors import SpecError
+from sweeps.specs.errors import SpecError
 
 if TYPE_CHECKING:
-    from sweeps.spec.load import SweepSpec
+    from sweeps.specs.load import SweepSpec
 
 SMOKE_OVERRIDES = ["base.trainer.steps=4", "base.trainer.eval_every=2", "base.trainer.checkpoint_every=2",
                    "base.data.eval_size=8", "base.trainer.eval_k=1", "base.trainer.prompts_per_step=4",
@@ -46,7 +46,7 @@ def smoke_note(name: str, done: bool = False) -> str:
 def _smoke_overrides(spec: str, user: list[str]) -> list[str]:
     """SMOKE_OVERRIDES, plus what the spec's backends add (verl: one node x one GPU) and, for a stale-policy
     spec (32 updates per rollout), as many updates per rollout as a smoke step's 16 responses allow."""
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
     from trainers.backends import smoke_overrides
 
     full = load_spec(spec, user)
@@ -56,7 +56,7 @@ def _smoke_overrides(spec: str, user: list[str]) -> list[str]:
 
 
 def load_user_spec(spec: str, overrides: list[str], smoke: bool) -> SweepSpec:
-    from sweeps.spec.load import load_spec  # Hydra and the trial configs (no torch: test_spec_light_imports.py)
+    from sweeps.specs.load import load_spec  # Hydra and the trial configs (no torch: test_spec_light_imports.py)
 
     user = list(overrides)
     try:
@@ -73,7 +73,7 @@ def names_spec(sweep: str, overrides: list[str] | None, smoke: bool) -> bool:
     rather than a sweep of the store; with --smoke a name that is no spec is a sweep's: NAME_smoke."""
     from pathlib import Path
 
-    from sweeps.spec.load import resolve_spec_path
+    from sweeps.specs.load import resolve_spec_path
 
     if sweep.endswith((".yaml", ".yml")) or Path(sweep).is_file() or overrides:
         return True

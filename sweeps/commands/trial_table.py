@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from sweeps.spec.load import SweepSpec
+    from sweeps.specs.load import SweepSpec
 
 
 def print_trials(console: Console, spec: SweepSpec) -> None:

@@ -14,7 +14,7 @@ from contract.run_layout import RunLayout
 from dashboards.report.writer import ReportConfig, report_from_mlflow
 from dashboards.tables.terminal import print_table
 from sweeps.driver.runner import SweepResult
-from sweeps.spec.load import SweepSpec
+from sweeps.specs.load import SweepSpec
 
 
 def write_sweep_report(spec: SweepSpec, result: SweepResult, run_dir: Path, console: Console) -> dict[str, Path]:

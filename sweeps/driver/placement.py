@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contract.errors import ConfigError
 from sweeps.driver.ray_cluster import Capacity
-from sweeps.spec.errors import SpecError
+from sweeps.specs.errors import SpecError
 from trainers.api import Placement
 from trainers.backends import get_backend
 

@@ -25,7 +25,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from sweeps.spec.load import Trial
+from sweeps.specs.load import Trial
 from contract.metrics import PROGRESS, VAL_AVG
 
 SHOWN = PROGRESS

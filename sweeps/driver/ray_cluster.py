@@ -34,7 +34,7 @@ from contract.env import (
                           TUNE_SIGINT_HANDLER_OFF, TUNE_STRICT_METRICS_OFF,
                           )
 from contract.run_layout import RunLayout
-from sweeps.spec.errors import SpecError
+from sweeps.specs.errors import SpecError
 
 
 class ClusterUnavailable(RuntimeError):

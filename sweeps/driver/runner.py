@@ -42,7 +42,7 @@ from sweeps.driver.ray_cluster import (check_cluster, check_resources, cluster_c
                                        local_temp_dir, prepare_environment)
 from sweeps.driver.trial import TRIAL_ID, run_trial, trial_from_tune_config, trial_id_of, trial_payload
 from sweeps.driver.tune_callback import DriverState, MlflowLogger
-from sweeps.spec.load import SweepSpec
+from sweeps.specs.load import SweepSpec
 from sweeps.tracking.lock import SweepLock
 from sweeps.tracking.sweep_runs import SweepTracker
 from sweeps.tracking.writer import Journal, TrackingOutage, TrackingWriter

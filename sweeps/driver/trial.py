@@ -22,7 +22,7 @@ evaluators/generators.py ``needs_gpu``) as a
 Ray task holding ``tensor_parallel_size`` GPUs (its own slot holds CPUs only).
 
 Three ways a trial ends that are not a crash:
-* A stop rule of the spec fires (sweeps/spec/stop_rules.py): the step is sent carrying ``stopped_by`` (the
+* A stop rule of the spec fires (sweeps/specs/stop_rules.py): the step is sent carrying ``stopped_by`` (the
   rule and step), the backend is ended by the exception out of its report call, and the trial ends
   FINISHED; the driver tags the run.
 * ``TrainingDiverged`` from the backend (a non-finite loss or gradient): the trial sends a last
@@ -47,8 +47,8 @@ from pathlib import Path
 
 from contract.metrics import VAL, last_key
 from contract.run_layout import ATTEMPT_PREFIX, STEP_FILE, TRIAL_FILE, SweepLayout
-from sweeps.spec.load import Trial, search_trial
-from sweeps.spec.stop_rules import StopMonitor, StopRule, TrialStopped
+from sweeps.specs.load import Trial, search_trial
+from sweeps.specs.stop_rules import StopMonitor, StopRule, TrialStopped
 
 
 def trial_payload(trial: Trial, resume_from: list[Path], scratch: Path, report_interval_s: float = 1.0,

@@ -32,7 +32,7 @@ from ray.tune import Callback
 
 from sweeps.driver.interrupts import InterruptGuard
 from sweeps.driver.progress import LiveProgress
-from sweeps.spec.load import Trial
+from sweeps.specs.load import Trial
 from tracking_store.uri import mask_uri
 from contract.run_layout import SweepLayout
 from sweeps.driver.trial import trial_from_tune_config, trial_id_of, unpack_steps
@@ -131,7 +131,7 @@ class MlflowLogger(Callback):
             for step, _, _, text in steps:  # an evaluation's per-problem verdicts: an artifact
                 if text:
                     s.writer.log_verdicts(tid, step, text)
-            if result.get("stopped_by"):  # a stop rule ended it (sweeps/spec/stop_rules.py)
+            if result.get("stopped_by"):  # a stop rule ended it (sweeps/specs/stop_rules.py)
                 s.stopped[tid] = result["stopped_by"]
                 s.writer.set_tags(tid, {"stopped_by": result["stopped_by"]})
             if result.get("eval"):  # the final checkpoint's evaluation (the spec's eval: section)

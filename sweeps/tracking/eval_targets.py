@@ -52,7 +52,7 @@ def without_store(target: str, store: str) -> str | None:
     """Why TARGET cannot be evaluated while there is no MLflow store (``store``: where it was looked for), said
     about the path first: a file that is not a spec, a path or a name that does not exist. None for a spec (it is
     a sweep: the missing store is its error)."""
-    from sweeps.spec.load import SpecError, resolve_spec_path
+    from sweeps.specs.load import SpecError, resolve_spec_path
 
     path = Path(target)
     if path.is_dir():
@@ -142,7 +142,7 @@ def resolve(target: str, client, run_dir: Path, sweep: str | None = None,
 
     spec_eval, sweep_name = None, None
     if not sweep:  # --sweep names the sweep of a trial id: no spec lookup then
-        from sweeps.spec.load import SpecError, load_spec, resolve_spec_path
+        from sweeps.specs.load import SpecError, load_spec, resolve_spec_path
 
         try:
             spec_path = resolve_spec_path(target)

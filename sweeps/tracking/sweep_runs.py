@@ -45,8 +45,8 @@ from mlflow.entities import Metric, Param, RunTag
 from contract.metrics import TRIAL_STEP, verdicts_artifact
 from contract.run_layout import RunLayout
 from dashboards.collect.recorded_spec import RESOLVED_SPEC, RESOLVED_SPEC_JSON, dump_resolved
-from sweeps.spec.load import REPO_ROOT, SpecError, SweepSpec, Trial
-from sweeps.spec.trial_params import logged_params
+from sweeps.specs.load import REPO_ROOT, SpecError, SweepSpec, Trial
+from sweeps.specs.trial_params import logged_params
 from tracking_store.client import open_client
 from tracking_store.lease import DriverLease
 from tracking_store.roles import PARENT, TRIAL_ID_TAG, children_filter, parent_tags, role_filter, trial_tags

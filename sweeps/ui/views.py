@@ -54,7 +54,7 @@ from contract.metrics import (
                               val_key,
                               val_metrics,
                               )
-from sweeps.spec.load import SweepSpec
+from sweeps.specs.load import SweepSpec
 from sweeps.ui.pages import BY_RUN_NAME, CURVES_FILTER, CURVES_VIEW_TAG, GRID_VIEW_TAG, TRIALS_FILTER, VIEW_TAG
 
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # the UI's "Machine learning"
@@ -137,7 +137,7 @@ def grid_axes(spec: SweepSpec) -> tuple[dict[str, list[str]], list[str]] | None:
     """A grid's parallel charts: ({title: swept param keys}, metric keys), one chart per set of swept
     params (the algorithms sharing it: a run lacking a chart's params has no line there); None when no
     method has two configurations."""
-    from sweeps.spec.trial_params import logged_params  # the objectives' registry: only for a sweep being recorded
+    from sweeps.specs.trial_params import logged_params  # the objectives' registry: only for a sweep being recorded
 
     configs: dict[str, set[str]] = {}
     for t in spec.trials:

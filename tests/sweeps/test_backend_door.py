@@ -95,7 +95,7 @@ CLUSTER = SimpleNamespace(cpus=64, gpus=16, node_cpus=32, node_gpus=8, where="th
 
 
 def test_verl_placement_hook_takes_nnodes_times_gpus_per_node(tmp_path):
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
 
     spec = load_spec(_spec(tmp_path, gpus=8, nnodes=2, per_node=4), cwd=tmp_path)
     place = get_backend("verl").placement
@@ -158,7 +158,7 @@ def test_smoke_of_a_verl_spec_is_one_node_and_one_gpu(tmp_path, monkeypatch):
 
 def test_the_local_backends_hooks(tmp_path):
     from sweeps.driver.placement import plan
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
 
     spec = load_spec(_spec(tmp_path, backend="local", gpus=0.5), cwd=tmp_path)
     cfg = spec.trials[0].config

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sweeps.cli import app
 from sweeps.driver.progress import LiveProgress
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 
 SPEC = Path(__file__).resolve().parents[2] / "configs" / "sweeps" / "dhpo_vs_baselines.yaml"
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from contract.errors import ConfigError
 from sweeps.cli import app
 from sweeps.driver.ray_cluster import Capacity
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from sweeps.driver.placement import plan
 from trainers.config import TrialConfig
 from trainers.verl_backend.launch import Inputs, build_launch, packed_device

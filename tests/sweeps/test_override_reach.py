@@ -1,6 +1,6 @@
 """No override is ever ignored: every key a spec accepts, overridden on the command line, either changes the
 resolved sweep (its trials, or the spec's own settings) or is refused before anything starts, naming the key
-as typed; a value of the wrong type is refused for every key (sweeps/spec/overrides.py)."""
+as typed; a value of the wrong type is refused for every key (sweeps/specs/overrides.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sweeps.spec.load import SPEC_KEYS, SpecError, load_spec
+from sweeps.specs.load import SPEC_KEYS, SpecError, load_spec
 from trainers.config import TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 from trainers.config import TrialConfig, apply_overrides
 from trainers.local.trainer import train
 

@@ -25,7 +25,7 @@ import textwrap
 
 from sweep_testlib import REPO, shipped_user_inputs
 
-from sweeps.spec.load import CONFIGS_DIR
+from sweeps.specs.load import CONFIGS_DIR
 
 HEAVY = ("torch", "numpy", "pandas", "pyarrow", "plotly", "ray", "mlflow", "transformers", "verl")
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))
@@ -43,7 +43,7 @@ def _python(code: str, cwd, *args: str) -> list:
 SPEC_CHECK = """
     import json, sys
     import trainers.verl_backend.preflight as verl_preflight
-    from sweeps.spec.load import SpecError, load_spec
+    from sweeps.specs.load import SpecError, load_spec
 
     preflighted = []
     verl_preflight.preflight = lambda configs, source: preflighted.append(source)  # imports verl: see the docstring

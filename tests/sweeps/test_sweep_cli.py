@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from sweeps.cli import app
 from sweeps.commands.spec_input import SMOKE_OVERRIDES
 from sweeps.commands.spec_input import load_user_spec
-from sweeps.spec.load import CONFIGS_DIR, load_spec
+from sweeps.specs.load import CONFIGS_DIR, load_spec
 from sweep_testlib import REPO, shipped_user_inputs
 
 SHIPPED = sorted((CONFIGS_DIR / "sweeps").glob("*.yaml"))

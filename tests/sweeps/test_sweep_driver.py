@@ -25,7 +25,7 @@ from sweeps.driver.progress import LiveProgress
 from sweeps.driver.ray_cluster import MAX_RAY_TEMP_CHARS, Capacity, check_resources, local_temp_dir
 from sweeps.driver.runner import _param_space
 from contract.run_layout import checkpoint_candidates
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from sweeps.tracking.lock import SweepAlreadyRunning, SweepLock
 from sweeps.driver.trial import STEP_FILE, run_trial, trial_payload
 from tracking_store.uri import default_uri as default_uri

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sweeps.driver.runner import RunOptions, run_sweep
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from sweep_testlib import (
                            children, client_for, history_difference, kill_advancing_trial_worker, kill_ray_processes, metric_history,
                            refresh_ray_auth, short_ray_dir, steps_of, store_ready, subprocess_env, sweep_command, wait_for, write_spec,

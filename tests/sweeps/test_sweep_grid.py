@@ -12,7 +12,7 @@ from dashboards.collect.sweep_runs import collect
 from dashboards.report.writer import ReportConfig, write_report
 from evaluators.tasks import make_split
 from sweeps.driver.runner import RunOptions, run_sweep
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from sweep_testlib import client_for, kill_ray_processes, refresh_ray_auth, short_ray_dir, write_spec
 from trainers.config import TrialConfig
 from trainers.local.data import load_data, load_selection

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sweeps.cli import app
 from sweeps.commands.spec_input import load_user_spec
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 
 SPEC = "dhpo_vs_baselines"  # 18 trials; presets trainer=local_tiny (lr 1e-4), model=tiny_qwen3, data=arith
 DEFAULTS = [{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}]

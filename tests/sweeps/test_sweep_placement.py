@@ -7,7 +7,7 @@ import pytest
 
 from sweeps.driver.placement import plan
 from sweeps.driver.ray_cluster import Capacity
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from trainers.verl_backend.placement import VERL_CPU_LOGICAL_CPUS
 from sweep_testlib import placement_spec_file
 

@@ -14,7 +14,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from sweeps.tracking.provenance import PACKAGES, REPO, cluster_tag, provenance
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 from sweeps.tracking.sweep_runs import SweepTracker
 
 

@@ -1,4 +1,4 @@
-"""Tests for sweeps.spec.load: every shipped spec, trial ids, grid expansion, and malformed specs.
+"""Tests for sweeps.specs.load: every shipped spec, trial ids, grid expansion, and malformed specs.
 
 Shipped specs are found by glob, so a new configs/sweeps/*.yaml is covered without editing this file.
 Malformed specs must fail with a SpecError that names the file, the key path and what was expected,
@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sweeps.cli import app
-from sweeps.spec.load import CONFIGS_DIR, SpecError, SweepSpec, load_spec, resolve_spec_path
+from sweeps.specs.load import CONFIGS_DIR, SpecError, SweepSpec, load_spec, resolve_spec_path
 from sweep_testlib import REPO, shipped_base_overrides
 from trainers.config import TrialConfig
 from trainers.objectives import get_objective
@@ -131,7 +131,7 @@ def test_shipped_spec_ids_match_the_documented_naming(name):
 
 def test_trial_ids_do_not_depend_on_the_process(tmp_path):
     """Same ids and order in a fresh interpreter with another hash seed (resume relies on it)."""
-    code = ("import json, sys; from sweeps.spec.load import load_spec; specs = json.loads(sys.argv[1]); "
+    code = ("import json, sys; from sweeps.specs.load import load_spec; specs = json.loads(sys.argv[1]); "
             "print(json.dumps({p: [t.trial_id for t in load_spec(p, o).trials] for p, o in specs.items()}))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     specs = json.dumps({str(p): shipped_base_overrides(p, INPUTS) for p in SHIPPED})

@@ -13,7 +13,7 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from sweeps.cli import app
-from sweeps.spec.load import CONFIGS_DIR, SpecError, load_spec, search_trial
+from sweeps.specs.load import CONFIGS_DIR, SpecError, load_spec, search_trial
 
 SAFE_ID = r"[A-Za-z0-9_.+-]+"
 

@@ -1,11 +1,11 @@
-"""Stop rules (sweeps/spec/stop_rules.py): parsing with clear errors, the monitor's semantics, the spec section."""
+"""Stop rules (sweeps/specs/stop_rules.py): parsing with clear errors, the monitor's semantics, the spec section."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweeps.spec.load import SpecError, load_spec
-from sweeps.spec.stop_rules import StopMonitor, StopRule, StopRuleError, parse_stop_rules
+from sweeps.specs.load import SpecError, load_spec
+from sweeps.specs.stop_rules import StopMonitor, StopRule, StopRuleError, parse_stop_rules
 
 
 def feed(monitor: StopMonitor, values: list, key: str = "actor/entropy") -> list:

@@ -11,7 +11,7 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 from tracking_store.client import StoreMissing, is_transient, open_existing
 from tracking_store.lease import DriverLease, LEASE_TAG, SweepAlreadyRunning
 from tracking_store.uri import default_uri, mask_uri

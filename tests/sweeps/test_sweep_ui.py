@@ -53,7 +53,7 @@ from contract.metrics import (
                               )
 from dashboards.report.writer import NOTE_TAG, ReportConfig, report_from_mlflow
 from sweeps.cli import app
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 from sweeps.ui.pages import CURVES_VIEW_ID, CURVES_VIEW_TAG, VIEW_ID, VIEW_TAG
 from sweeps.tracking.sweep_runs import KIND_TAG, MODEL_TRAINING, SweepTracker
 from sweeps.ui.server import answers

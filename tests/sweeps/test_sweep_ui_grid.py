@@ -12,7 +12,7 @@ import pytest
 from sweep_testlib import subprocess_env, sweep_exe
 from test_sweep_ui import api, free_port, page_dom, page_text, stop_group
 
-from sweeps.spec.load import load_spec
+from sweeps.specs.load import load_spec
 from sweeps.ui.pages import GRID_VIEW_ID, GRID_VIEW_TAG
 from sweeps.tracking.sweep_runs import SweepTracker
 from sweeps.ui.server import answers

@@ -148,7 +148,7 @@ def test_grpo_on_default_preset_raises_heldout_accuracy_over_base():
 
 def test_shipped_presets_equal_the_dataclass_defaults():
     """`python -m trainers.local` (dataclass defaults) and the sweeps' presets describe the same trial."""
-    from sweeps.spec.load import compose_base
+    from sweeps.specs.load import compose_base
     from trainers.config import TrialConfig
 
     base = compose_base([{"trainer": "local_tiny"}, {"model": "tiny_qwen3"}, {"data": "arith"}], "test")

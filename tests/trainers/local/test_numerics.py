@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.spec.load import SpecError, load_spec
+from sweeps.specs.load import SpecError, load_spec
 from trainers.config import TrialConfig
 from trainers.local.numerics import KERNELS, kernel_env, trial_env
 from trainers.local.warmstart import base_key

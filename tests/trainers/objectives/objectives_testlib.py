@@ -192,7 +192,7 @@ def depends_only_on_response_advantages(name, params):
 
 def check_objective_complete(spec):
     """Assert that a registered ObjectiveSpec carries everything the platform reads from it."""
-    from sweeps.spec.load import MAX_LABEL  # the limit a spec's own `label:` is held to
+    from sweeps.specs.load import MAX_LABEL  # the limit a spec's own `label:` is held to
 
     name = spec.name
     assert OBJECTIVES.get(name) is spec, f"{name}: not the registered spec"

@@ -106,7 +106,7 @@ def test_toy_is_complete(toy):
 
 
 def test_a_sweep_spec_with_the_toy_loads(toy, tmp_path):
-    from sweeps.spec.load import load_spec
+    from sweeps.specs.load import load_spec
     from trainers.config import ConfigError, load_trial_config
 
     path = tmp_path / "toy_sweep.yaml"

@@ -15,7 +15,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from sweeps.spec.presets import compose_base
+from sweeps.specs.presets import compose_base
 from trainers.config import ConfigError, TrialConfig
 from trainers.verl_backend import translate as T
 from trainers.verl_backend.config import VerlConfig, validate_verl_section

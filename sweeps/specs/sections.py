@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.metrics import EVAL, VAL_AVG
-from sweeps.spec.errors import SpecError, unknown_key
+from sweeps.specs.errors import SpecError, unknown_key
 
 
 @dataclass

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.suggest import did_you_mean
-from sweeps.spec.errors import SpecError
-from sweeps.spec.presets import preset_groups, switch_preset
+from sweeps.specs.errors import SpecError
+from sweeps.specs.presets import preset_groups, switch_preset
 from trainers.config import TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
 from trainers.overrides import OverrideError, apply as apply_override

@@ -19,7 +19,7 @@ A spec (configs/sweeps/*.yaml):
     scheduler: {type: asha, metric: val/avg/acc, mode: max, grace_period: 20}              # optional
     report: {table: {select_by: val/avg/acc, at: final}, curves: [actor/entropy, val/avg/acc]}
     eval: {benchmarks: [aime24, math500], samples: null}  # optional: the papers' protocol on each final checkpoint
-    stop: [{metric: actor/entropy, below: 0.01, for_steps: 20}]  # optional early stops (sweeps/spec/stop_rules.py)
+    stop: [{metric: actor/entropy, below: 0.01, for_steps: 20}]  # optional early stops (sweeps/specs/stop_rules.py)
 
 Variant keys: ``algorithm`` (objective name), ``label`` (method name in tables), ``clip``
 ({low, high} -> eps_low/eps_high), ``seed_offset`` (added to each seed for this variant's trials: a
@@ -47,16 +47,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeps.spec.errors import SpecError, unknown_key
-from sweeps.spec.presets import CONFIGS_DIR, compose_base, preset_groups
-from sweeps.spec.variants import MAX_LABEL, MAX_SEED, flatten, seed_offset, variant_axes
-from sweeps.spec.sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
+from sweeps.specs.errors import SpecError, unknown_key
+from sweeps.specs.presets import CONFIGS_DIR, compose_base, preset_groups
+from sweeps.specs.variants import MAX_LABEL, MAX_SEED, flatten, seed_offset, variant_axes
+from sweeps.specs.sections import (Resources, check_eval, check_report, check_scheduler, check_search, parse_resources,
                                   positive_int, report_with_defaults)
-from sweeps.spec.yaml_input import check_values, parse_overrides, parse_yaml
-from sweeps.spec.stop_rules import StopRuleError, parse_stop_rules
-from sweeps.spec.overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, blame_override,
+from sweeps.specs.yaml_input import check_values, parse_overrides, parse_yaml
+from sweeps.specs.stop_rules import StopRuleError, parse_stop_rules
+from sweeps.specs.overrides import (TrialOverride, apply_spec_overrides, apply_trial_overrides, blame_override,
                                    check_reach, check_sections, param_overrides)
-from sweeps.spec.trial_ids import cap_id, config_id, id_part
+from sweeps.specs.trial_ids import cap_id, config_id, id_part
 from trainers.backends import absolute_paths, check_resources, preflight, resolve_resources
 from trainers.config import ConfigError, TrialConfig, trial_schema
 from trainers.objectives import OBJECTIVES
@@ -113,7 +113,7 @@ class SweepSpec:
     eval: Any = None
     """The `eval:` section (evaluators.eval_config.EvalConfig): evaluate each trial's final checkpoint; None = no."""
     stop: list = field(default_factory=list)
-    """The `stop:` section: rules that end a trial early (sweeps/spec/stop_rules.py StopRule)."""
+    """The `stop:` section: rules that end a trial early (sweeps/specs/stop_rules.py StopRule)."""
     override_reach: list = field(default_factory=list)
     """Each trial-config override as typed and the ids of the trials it applies to (`--dry-run` shows it)."""
 
@@ -192,7 +192,7 @@ def _absolute_paths(data: dict, base: Path) -> None:
 def load_spec(name_or_path: str | Path, overrides: list[str] | None = None, cwd: Path | None = None) -> SweepSpec:
     """Load, compose, expand and validate a sweep spec. ``overrides``: Hydra overrides of the spec
     (``seeds=[0]``, ``+max_trials=50``, ``~search``), of its base trial config (``base.trainer.lr=3e-4``,
-    ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see sweeps/spec/overrides.py."""
+    ``~base.trainer.lr``) and of its presets (``model=qwen3_0.6b_local``); see sweeps/specs/overrides.py."""
     try:
         return _load(resolve_spec_path(name_or_path), overrides or [], cwd)
     except SpecError as err:

@@ -8,8 +8,8 @@ draws the params a grid sweeps.
 
 from __future__ import annotations
 
-from sweeps.spec.load import Trial
-from sweeps.spec.variants import flatten
+from sweeps.specs.load import Trial
+from sweeps.specs.variants import flatten
 
 
 def logged_params(trial: Trial) -> dict[str, object]:

@@ -7,7 +7,7 @@ A variant's keys: ``algorithm``, ``label``, ``clip`` ({low, high} -> eps_low/eps
 (an integer >= 0 added to each of the spec's seeds for this variant's trials: a replicate of another
 variant on other seeds), the objective's parameters, and dotted or nested trial-config keys. A list value
 is an axis (``data.benchmarks``: a list of lists). The grid's size is checked against max_trials before
-anything is expanded (sweeps/spec/load.py).
+anything is expanded (sweeps/specs/load.py).
 
     seed_offset(variant, seeds=[0, 1, 2], where="my.yaml: variants[2]")   # {seed_offset: 100} -> 100
 """
@@ -18,7 +18,7 @@ import math
 import unicodedata
 from typing import Any
 
-from sweeps.spec.errors import SpecError, unknown_key
+from sweeps.specs.errors import SpecError, unknown_key
 from trainers.config import trial_schema
 from trainers.objectives import OBJECTIVES
 

@@ -4,7 +4,7 @@ A group is a directory of configs/ (not sweeps/), an option the stem of a YAML f
 it: names are checked against a safe pattern and must resolve to a file under configs/<group>/,
 so a spec cannot reach outside configs/ (``{model: ../../x}``, ``{model: /abs/x}``, ``{model: a/b}``).
 The command-line override ``model=qwen3_0.6b_local`` (``base.model=...`` from `sweep run`)
-switches a group's preset; ``+model=...`` adds one, ``~model`` removes it (sweeps/spec/load.py).
+switches a group's preset; ``+model=...`` adds one, ``~model`` removes it (sweeps/specs/load.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeps.spec.errors import SpecError, unknown_key
+from sweeps.specs.errors import SpecError, unknown_key
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")

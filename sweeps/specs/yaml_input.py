@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from omegaconf._utils import get_yaml_loader  # the loader OmegaConf.load uses (Hydra's YAML)
 
-from sweeps.spec.errors import SpecError
+from sweeps.specs.errors import SpecError
 from trainers.overrides import OverrideError, parse
 
 MAX_DEPTH = 32
