@@ -12,11 +12,13 @@ it. Every variable the product reads or sets is here, ours and other tools' (``o
 whole registry; docs/environment.md is generated from it:
 
     python -m contract.env > docs/environment.md
+    python -m contract.env --smoke      # every variable set here parses as its type (names only, no values)
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,5 +208,46 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
+def smoke() -> int:
+    """Read every variable from this process's environment through its type and render the table; 0 when all
+    parse. Prints names only: a value may be a credential."""
+    bad, found = [], []
+    for v in ENV_VARS:
+        try:
+            v.get()
+        except ValueError as err:
+            bad.append(str(err))
+        if v.is_set():
+            found.append(v.name)
+    rows = markdown_table().count("\n| `")
+    ours = sum(v.owner == EnvVar.owner for v in ENV_VARS)
+    print(f"set here: {', '.join(found) or 'none'}")
+    for message in bad:
+        print(f"error: {message}", file=sys.stderr)
+    if bad:
+        return 1
+    print(f"smoke ok: {len(ENV_VARS)} variables ({ours} ours), {rows} rows in docs/environment.md's table; "
+          f"{len(found)} set here, each parses as its type")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m contract.env",
+        description="Print docs/environment.md: the environment variables the platform reads or sets, "
+                    "with their owner, type, default and meaning (a Markdown table on stdout).",
+        epilog="regenerate the page: python -m contract.env > docs/environment.md")
+    parser.add_argument("--smoke", action="store_true",
+                        help="check instead: every variable set in this environment parses as its type "
+                             "(prints names, never values); exit 1 naming each one that does not")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        return smoke()
     print(markdown_table(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,8 +10,7 @@ plain-number parsing that evaluators.verifier compares with. Standard library on
 
 evaluators.verifier re-exports extract_final_answer (and ANSWER_OPEN, ANSWER_CLOSE,
 MAX_NUMERIC_CHARS); callers usually import it from there. Tested by
-`.venv/bin/python -m pytest tests/evaluators/test_eval_verifier.py -q`; self-check of the whole
-verifier: `python -m evaluators.verifier`.
+`.venv/bin/python -m pytest tests/evaluators/test_eval_verifier.py -q`.
 
 Extraction (`extract_final_answer`), first form found wins:
   1. the last complete `<answer>...</answer>` block (the last `</answer>` and the nearest

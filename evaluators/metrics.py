@@ -7,8 +7,6 @@
 
 The names carry no '@' because they are MLflow metric names (eval/<benchmark>/avg_at_k: MLflow
 refuses '@').
-
-Self-check: python -m evaluators.metrics
 """
 
 from __future__ import annotations
@@ -95,10 +93,3 @@ def summarize(problems: Sequence[tuple[Sequence[str | None], Sequence[bool]]]) -
         "maj_at_k": sum(maj_at_k(a, c) for a, c in problems) / m,
         "k": k,
     }
-
-
-if __name__ == "__main__":
-    print("avg@k", avg_at_k([[True, False], [True, True]]))
-    print("pass@k n=10 c=3 k=1,5:", pass_at_k(10, 3, 1), pass_at_k(10, 3, 5))
-    print("maj@k", maj_at_k(["1/2", "0.5", "3", None], [True, True, False, False]))
-    print(summarize([(["1/2", "0.5", "3"], [True, True, False]), (["4", None, "5"], [False, False, True])]))

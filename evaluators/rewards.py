@@ -11,8 +11,6 @@ The answer reward is evaluators.verifier.verify_answer: the final answer is the 
 equivalence is exact for plain numbers (in-process, thousands of calls per second) and
 math-verify for LaTeX / symbolic answers, in a child process with a hard time bound
 (verifier.DEFAULT_TIMEOUT_S; past it: 0). Safe to call from any thread (Ray actors, thread pools).
-
-Self-check: python -m evaluators.rewards
 """
 
 from __future__ import annotations
@@ -75,16 +73,3 @@ def compute_reward(response: str, gold: str, cfg: RewardConfig) -> dict[str, flo
     fmt = format_reward(response)
     reward = (answer if cfg.answer else 0.0) + (fmt if cfg.format else 0.0)
     return {"reward": reward, "answer": answer, "format": fmt}
-
-
-if __name__ == "__main__":
-    cfg = RewardConfig()
-    for resp, gold in [
-        ("<think>7*3=21 12+21=33</think><answer>33</answer>", "33"),
-        ("<think>7*3=21</think> <answer>33.0</answer>", "33"),
-        ("<think>half</think><answer>\\frac{1}{2}</answer>", "0.5"),
-        ("<think>7*3=21 12+21=33</think>33", "33"),
-        ("<think>7*3=21 12+21=33</think>so the answer is \\boxed{33}", "33"),
-        ("33", "33"),
-    ]:
-        print(f"{resp!r:55s} gold={gold!r:6s} {compute_reward(resp, gold, cfg)}")

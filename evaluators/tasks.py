@@ -24,7 +24,9 @@ of it falls in a fixed 1/`TEST_BUCKETS` bucket. Test splits draw only reserved p
 never does, so no test prompt is ever a train prompt, for any seeds and sizes. Prompts are unique
 within a split.
 
-    python -m evaluators.tasks            # prints a few problems per split
+    from evaluators.tasks import make_split
+    for p in make_split("medium", 3, seed=0):   # three problems of a split: the same three for seed 0
+        print(p.prompt, p.solution, p.answer)
 """
 
 from __future__ import annotations
@@ -213,9 +215,3 @@ def make_split(name: str, n: int, seed: int,
         out.append(p)
         misses = 0
     return out
-
-
-if __name__ == "__main__":
-    for split in SPLITS:
-        for p in make_split(split, 3, seed=0):
-            print(f"{split:7s} {p.difficulty:7s} {p.prompt:24s} {p.solution}")

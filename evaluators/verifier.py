@@ -52,8 +52,6 @@ The built-in synthetic task (tasks.VOCAB_CHARS: digits, ` ()*+-/:<=>?`, letters 
 "answer") keeps the rewards of the earlier in-process reward (the last <answer> block; that reward
 is frozen in tests/evaluators/test_eval_rewards.py and compared on solutions and garbage). The
 one new way for such text to score is a literal "the answer is N" outside any <answer> block.
-
-Self-check: python -m evaluators.verifier
 """
 
 from __future__ import annotations
@@ -381,15 +379,3 @@ def math_verify_verdict(response_text: str, ground_truth: str,
     if reply is None:
         return None, "", ""
     return bool(reply.get("ok")), str(reply.get("pred", "")), str(reply.get("gold", ""))
-
-
-if __name__ == "__main__":
-    for resp, gold in [
-        ("<think>7*3=21 12+21=33</think><answer>33</answer>", "33"),
-        ("so the probability is \\boxed{\\frac{1}{\\sqrt{2}}}.", "\\frac{\\sqrt{2}}{2}"),
-        ("48/2 = 24 clips in May.\n#### 1,000", "1000"),
-        ("The answer is 50\\%.", "50"),
-        ("Final Answer: $(0,1]$", "[0,1]"),
-        ("33", "33"),
-    ]:
-        print(f"{resp!r:70s} gold={gold!r:24s} {verify_answer(resp, gold)}")

@@ -15,6 +15,8 @@ slow case answers false without costing a restart.
 
 It exits on stdin EOF (the parent closed it or died) and, on Linux, on its parent's death
 (PR_SET_PDEATHSIG; the parent spawns it from a thread that lives as long as the parent).
+
+    python -m evaluators.verify_worker --smoke    # a few comparisons in this process, the protocol's answers
 """
 
 from __future__ import annotations
@@ -90,19 +92,57 @@ def plain(response: str, gold: str, timeout: float) -> dict:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def main() -> None:
-    parent_pid = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    _die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    # Our protocol owns the real stdout; stray prints from libraries go to stderr.
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    sys.stdout = sys.stderr
+SMOKE_PAIRS = (("\\frac{1}{2}", "0.5", True), ("\\{1,2\\}", "\\{2,1\\}", True), ("(0,1]", "[0,1]", False),
+               ("\\sqrt{2}/2", "\\frac{\\sqrt2}{2}", True))
+"""(pred, gold, equivalent) of --smoke: math-verify's LaTeX and symbolic forms."""
+
+
+def _quiet_and_timed() -> None:
+    """math-verify's warnings and log lines off ("timeout is disabled" etc.), our interval timer on."""
     import logging
     import warnings
 
     warnings.filterwarnings("ignore")
-    logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # "timeout is disabled" etc.
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     signal.signal(signal.SIGALRM, _on_alarm)
+
+
+def smoke() -> int:
+    """Answer SMOKE_PAIRS as the worker would (same timer, same replies); 0 when each is as expected."""
+    _quiet_and_timed()
+    wrong = 0
+    for pred, gold, expected in SMOKE_PAIRS:
+        reply = compare(pred, gold, 60.0)
+        wrong += reply.get("ok") is not expected
+        print(f"{pred} vs {gold}: {json.dumps(reply)}" + ("" if reply.get("ok") is expected else "  (unexpected)"))
+    if wrong:
+        print(f"smoke failed: {wrong} of {len(SMOKE_PAIRS)} comparisons unexpected", file=sys.stderr)
+        return 1
+    print(f"smoke ok: {len(SMOKE_PAIRS)} comparisons answered as expected (math-verify in this process)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluators.verify_worker",
+        description="Internal: the worker process evaluators.verifier starts (as `python .../verify_worker.py "
+                    "PARENT_PID`) for its math-verify comparisons; it answers JSON-line requests on stdin until "
+                    "stdin closes. Not a command to run by hand, except --smoke.")
+    parser.add_argument("parent_pid", nargs="?", type=int, default=0,
+                        help="the verifier's process id: the worker exits when that process dies (0: no check)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="compare a few answer pairs in this process, print the replies, exit (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        return smoke()
+    _die_with_parent(args.parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    # Our protocol owns the real stdout; stray prints from libraries go to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout = sys.stderr
+    _quiet_and_timed()
     compare("1", "1", 60.0)  # import math-verify, sympy and the LaTeX parser before "ready"
     out.write('{"ready": true}\n')
     out.flush()
@@ -119,7 +159,8 @@ def main() -> None:
             reply = {"ok": False}
         out.write(json.dumps(reply) + "\n")
         out.flush()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

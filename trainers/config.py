@@ -6,6 +6,7 @@ key path, e.g. ``trainer.group_size: expected an integer >= 2, got 1``.
 
     cfg = load_trial_config("my_trial.yaml", ["trainer.steps=50", "algorithm.name=gspo", "~trainer.lr"])
     python -m trainers.config [CONFIG.yaml] [override ...]   # print the resolved config
+    python -m trainers.config --smoke                         # ... of the defaults, checked to read back equal
 
 Files are read as OmegaConf reads YAML (``3e-4`` is a float; no interpolation is resolved);
 overrides are Hydra's (trainers/overrides.py: ``key=value``, ``+key=value``, ``++key=value``,
@@ -350,9 +351,41 @@ def load_trial_config(path: str | Path | None = None, overrides: list[str] | Non
     return TrialConfig.from_dict(data, source=source)
 
 
-if __name__ == "__main__":
+SMOKE_OVERRIDES = ("trainer.steps=4", "++trainer.eval_k=2", "~trainer.lr")
+"""What ``python -m trainers.config --smoke`` applies before the command line's overrides: one of each form."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainers.config``: the resolved config as YAML on stdout; 2 on a bad config or override."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m trainers.config",
+        description="Print a trial config resolved as a trial sees it: the YAML file (else the defaults), then "
+                    "the overrides, validated, every field shown.",
+        epilog=f"overrides: {USAGE} (Hydra's grammar, trainers/overrides.py)")
+    parser.add_argument("args", nargs="*", help="[CONFIG.yaml] then overrides: key=value, +key=value, "
+                                                "++key=value, ~key")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"apply {' '.join(SMOKE_OVERRIDES)} first and check that the printed YAML reads back "
+                             "as the same config (seconds)")
+    ns = parser.parse_intermixed_args(argv)
     try:
-        cfg = load_trial_config(*split_args(sys.argv[1:]))
+        path, overrides = split_args(ns.args)
+        cfg = load_trial_config(path, (list(SMOKE_OVERRIDES) if ns.smoke else []) + overrides)
     except ConfigError as err:
-        sys.exit(f"error: {err}")
-    print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    print(text)
+    if ns.smoke:
+        if TrialConfig.from_dict(yaml.safe_load(text), source="the printed YAML") != cfg:
+            print("smoke failed: the printed YAML reads back as another config", file=sys.stderr)
+            return 1
+        print(f"smoke ok: {path or 'the defaults'} with {len(SMOKE_OVERRIDES) + len(overrides)} overrides resolved, "
+              "validated and read back equal from the YAML above")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -45,10 +45,18 @@ def smoke(keep: bool = False) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if "--smoke" not in argv or set(argv) - {"--smoke", "--keep"}:
-        print("usage: python -m dashboards --smoke [--keep]   (reports: sweep report NAME; tables: sweep table FILE)",
-              file=sys.stderr)
-        return 2
-    smoke(keep="--keep" in argv)
+    """`python -m dashboards`: the smoke run is its only mode; without --smoke, the usage and exit 2."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m dashboards",
+        description="The dashboards' smoke run: a synthetic sweep store in ./.dashboards-smoke-*/, collected and "
+                    "reported end to end (the paper table on stdout, the HTML report in that folder).",
+        epilog="The report commands are `sweep report NAME` and `sweep table FILE`.")
+    parser.add_argument("--smoke", action="store_true", help="run it (seconds)")
+    parser.add_argument("--keep", action="store_true", help="keep the folder and its report (default: removed)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.smoke:
+        parser.error("nothing to do without --smoke (reports: sweep report NAME; tables: sweep table FILE)")
+    smoke(keep=args.keep)
     return 0

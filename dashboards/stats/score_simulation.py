@@ -2,7 +2,7 @@
 
     python -m dashboards.stats.score_simulation                    # every scenario, 1,000 null tables each
     python -m dashboards.stats.score_simulation --scenarios unstable-3x,floor --tables 300
-    python -m dashboards.stats.score_simulation --spread pooled    # the earlier assumption, for comparison
+    python -m dashboards.stats.score_simulation --spread pooled    # every method judged with the pooled spread
     python -m dashboards.stats.score_simulation --smoke            # seconds
 
     from dashboards.stats.score_simulation import null_rates, run_scenarios, format_report
@@ -191,7 +191,10 @@ def format_report(results: dict, alpha: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Calibration of the report's statistics on simulated studies.")
+    ap = argparse.ArgumentParser(prog="python -m dashboards.stats.score_simulation",
+                                 description="Calibration of the report's statistics on simulated studies: per "
+                                             "scenario the null rejection rates, family-wise rate, coverage of the "
+                                             "intervals and power (a Markdown table on stdout).")
     ap.add_argument("--tables", type=int, default=1000, help="null tables per scenario (default 1000)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per method (default: the scenario's, 3)")

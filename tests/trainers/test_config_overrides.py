@@ -123,4 +123,4 @@ def test_config_main_prints_a_float():
     assert "eps_low: 0.0003" in out.stdout and "lr: 0.0001" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "trainers.config", "+trainer.lr=1"], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
-    assert bad.returncode == 1 and "trainer.lr already exists" in bad.stderr
+    assert bad.returncode == 2 and "trainer.lr already exists" in bad.stderr

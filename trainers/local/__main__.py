@@ -2,7 +2,7 @@
 
     python -m trainers.local                                  # the default preset (200 steps)
     python -m trainers.local my_trial.yaml algorithm.name=dhpo algorithm.params.mixing=entropy  # a trial YAML: model:, trainer:, ...
-    python -m trainers.local --smoke                          # a few steps, seconds
+    python -m trainers.local --smoke                          # 3 steps from a 20-step base, seconds
     python -m trainers.local --workdir runs/manual            # also write checkpoints there
     python -m trainers.local --resume runs/manual/checkpoint_000050
     python -m trainers.local algorithm.params.eps_low=3e-4 ~trainer.lr +algorithm.params.agg=token-mean
@@ -23,17 +23,20 @@ from trainers.config import ConfigError, load_trial_config, split_args
 from trainers.local.numerics import set_kernel_env
 
 SMOKE_OVERRIDES = ["trainer.steps=3", "trainer.eval_every=3", "data.eval_size=8", "trainer.eval_k=1",
-                   "trainer.prompts_per_step=4", "trainer.group_size=4"]
+                   "trainer.prompts_per_step=4", "trainer.group_size=4", "local.warm_start.steps=20"]
+"""What --smoke applies before the command line's overrides (its base: 20 warm-start steps, not the preset's
+2000, so a first smoke builds it in seconds; cached under local.warm_start.cache_dir like any base)."""
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainers.local", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("args", nargs="*", help="[CONFIG.yaml] then overrides: key=value, +key=value, ++key=value, ~key")
-    parser.add_argument("--smoke", action="store_true", help="tiny run (3 steps) for a quick end-to-end check")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny run for a quick end-to-end check: 3 steps from a base warm-started for 20 steps")
     parser.add_argument("--workdir", type=Path, default=None, help="directory for checkpoints")
     parser.add_argument("--resume", type=Path, default=None, help="checkpoint directory to resume from")
-    ns = parser.parse_args(argv)
+    ns = parser.parse_intermixed_args(argv)
     try:
         config_path, overrides = split_args(ns.args)
         cfg = load_trial_config(config_path, (SMOKE_OVERRIDES if ns.smoke else []) + overrides)

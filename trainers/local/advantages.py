@@ -1,8 +1,6 @@
 """GRPO group-normalised advantages (DHPO eq. 1), the built-in trainer's advantage estimator.
 
     group_advantages(torch.tensor([[1., 0., 0., 1.]]))   # per group: (r - mean) / (std + eps)
-
-Self-check: python -m trainers.local.advantages
 """
 
 from __future__ import annotations
@@ -37,7 +35,3 @@ def group_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         std = torch.ones_like(mean)  # size-1 groups are constant: masked to zero below
     adv = (r - mean) / (std + eps)
     return torch.where(constant, torch.zeros_like(adv), adv)
-
-
-if __name__ == "__main__":
-    print(group_advantages(torch.tensor([[1.0, 0.0, 0.0, 1.0], [2.0, 2.0, 2.0, 2.0]])))

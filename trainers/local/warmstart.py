@@ -7,6 +7,10 @@ determines it, so every trial of a sweep starts from the identical base. A file 
 concurrent trials wait for the first builder instead of building it twice.
 
     python -m trainers.local.warmstart [CONFIG.yaml] [key=value ...]   # build (or find) the base
+    python -m trainers.local.warmstart --smoke      # a 20-step base in ./.warmstart-smoke-*/ (removed), seconds
+
+torch is imported by the functions that build (not at import), so the command's --help and its argument
+errors come without it, and the numeric mode's kernel variables are set before it loads.
 """
 
 from __future__ import annotations
@@ -17,17 +21,16 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
 from filelock import FileLock
 
 from evaluators.tasks import Problem
-from trainers.config import TrialConfig, load_trial_config
-from policy.model import resolve_device
-from policy.rollout import left_pad
-from trainers.local.model import build_char_tokenizer, build_tiny_model
-from trainers.local.numerics import apply_numerics
+from trainers.config import ConfigError, TrialConfig, load_trial_config, split_args
+from trainers.local.numerics import apply_numerics, set_kernel_env
+
+if TYPE_CHECKING:
+    import torch
 
 FORMAT_VERSION = 2  # bump when the warm-start procedure changes
 BASE_INIT_SEED = 0  # the base is independent of the trial seed: same base for every trial
@@ -60,6 +63,10 @@ def noisy_solution(problem: Problem, rng: random.Random) -> str:
 
 def supervised_batch(tokenizer, problems: list[Problem], device: torch.device, targets: list[str] | None = None):
     """Token ids of prompt + target + <eos>, with loss only on the target (default: the solution)."""
+    import torch
+
+    from policy.rollout import left_pad
+
     seqs, starts = [], []
     for i, p in enumerate(problems):
         prompt = tokenizer(p.prompt, add_special_tokens=False).input_ids
@@ -83,6 +90,9 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
     computed, on any problem: a prompt-independent flaw that RL with a verifier can remove, like
     the formatting and consistency habits RLVR fixes in real base models.
     """
+    import torch
+    import torch.nn.functional as F
+
     w = cfg.local.warm_start
     device = next(model.parameters()).device
     rng = random.Random(BASE_INIT_SEED)
@@ -111,6 +121,11 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
 
 def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=print) -> Path:
     """Return the cached base directory for ``cfg``, building it (once, under a lock) if missing."""
+    import torch
+
+    from policy.model import resolve_device
+    from trainers.local.model import build_char_tokenizer, build_tiny_model
+
     root = Path(cfg.local.warm_start.cache_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     key = base_key(cfg)
@@ -171,18 +186,74 @@ def weights_sha1(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-if __name__ == "__main__":
-    from trainers.local.data import load_data
-
-    from trainers.config import split_args
-
-    config = load_trial_config(*split_args(sys.argv[1:]))
-    train, _ = load_data(config)
-    print(ensure_base_checkpoint(config, train))
-
-
 def base_model_dir(cfg: TrialConfig, log=print) -> Path:
     """The base policy a trial of ``cfg`` starts from (a Hugging Face directory; built once if missing)."""
     from trainers.local.data import load_data
 
     return ensure_base_checkpoint(cfg, load_data(cfg)[0], log)
+
+
+SMOKE_OVERRIDES = ["local.warm_start.steps=20"]
+"""What --smoke applies before the command line's overrides; its cache_dir is a fresh folder under the cwd."""
+
+
+def smoke(cfg: TrialConfig, keep: bool = False) -> Path:
+    """Build the base of ``cfg`` in a fresh ./.warmstart-smoke-*/ cache, find it again there, remove the folder
+    (unless ``keep``). Returns the base's directory."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix=".warmstart-smoke-", dir=Path.cwd()))
+    data = cfg.to_dict()
+    data["local"]["warm_start"]["cache_dir"] = str(root)
+    cfg = TrialConfig.from_dict(data, source="--smoke")
+    try:
+        started = time.perf_counter()
+        built = base_model_dir(cfg)
+        seconds = time.perf_counter() - started
+        rebuilt: list[str] = []
+        found = base_model_dir(cfg, log=rebuilt.append)
+        if rebuilt or found != built or not (built / "READY").is_file():
+            raise RuntimeError(f"smoke: the cache did not give back {built} (got {found}; {rebuilt})")
+        print(f"smoke ok: base policy {built.name} built in {seconds:.1f}s ({cfg.local.warm_start.steps} warm-start "
+              f"steps) and found again in its cache (weights sha1 {weights_sha1(built)[:8]})"
+              + (f"; kept in {root}" if keep else " [removed; pass --keep to keep it]"))
+        return built
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainers.local.warmstart``: build (or find) a trial config's base policy, print its directory."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m trainers.local.warmstart",
+        description="Build (or find in its cache, local.warm_start.cache_dir) the base policy a trial of the "
+                    "built-in trainer starts from, and print its directory.")
+    parser.add_argument("args", nargs="*", help="[CONFIG.yaml] then overrides: key=value, +key=value, "
+                                                "++key=value, ~key")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"build a small base ({' '.join(SMOKE_OVERRIDES)}) in a fresh ./.warmstart-smoke-*/ "
+                             "cache, find it again, remove the folder (seconds)")
+    parser.add_argument("--keep", action="store_true", help="with --smoke: keep that folder")
+    ns = parser.parse_intermixed_args(argv)
+    if ns.keep and not ns.smoke:
+        parser.error("--keep goes with --smoke")
+    try:
+        path, overrides = split_args(ns.args)
+        cfg = load_trial_config(path, (SMOKE_OVERRIDES if ns.smoke else []) + overrides)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    set_kernel_env(cfg.local.numerics)  # before torch loads: its kernels are chosen at its first operation
+    if ns.smoke:
+        smoke(cfg, keep=ns.keep)
+    else:
+        print(base_model_dir(cfg))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

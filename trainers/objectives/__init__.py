@@ -5,8 +5,9 @@
     loss, metrics = fn(PolicyBatch(log_probs, old_log_probs, advantages, response_mask, entropy))
 
 One module per family (grpo, gspo, gmpo, cispo, sapo, sspo, dhpo); shared helpers in base.py;
-``python -m trainers.objectives`` lists the objectives and their parameters. A new objective is
-its module, one ObjectiveSpec in registry.py (or ``register_objective(spec)``) and its tests.
+``sweep ls-objectives`` (or ``python -m trainers.objectives [--smoke]``) lists the objectives and their
+parameters. A new objective is its module, one ObjectiveSpec in registry.py (or ``register_objective(spec)``)
+and its tests.
 """
 
 from trainers.objectives.base import AGG_MODES, PolicyBatch

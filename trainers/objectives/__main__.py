@@ -1,6 +1,7 @@
 """List the registered objectives and their parameters: ``python -m trainers.objectives [--smoke]``.
 
-``--smoke`` also evaluates every objective once on a random batch (forward + backward).
+The listing is ``sweep ls-objectives``'s, as plain text. ``--smoke`` also evaluates every objective once on a
+random batch (forward + backward).
 ``--write-presets DIR`` writes each objective's Hydra preset ``DIR/<name>.yaml`` from the registry (its paper
 defaults and their docs): configs/algorithm/ is written this way, and tests/trainers/objectives keeps it equal.
 """
@@ -30,18 +31,34 @@ def _yaml_scalar(value) -> str:
     return str(value)
 
 
-def main(argv: list[str]) -> None:
-    if "--write-presets" in argv:
-        folder = Path(argv[argv.index("--write-presets") + 1])
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m trainers.objectives",
+        description="List the registered objectives and their parameters with the papers' defaults (plain text; "
+                    "`sweep ls-objectives` shows the same as tables).")
+    parser.add_argument("--smoke", action="store_true",
+                        help="also evaluate every objective once on a random batch, forward and backward (seconds)")
+    parser.add_argument("--write-presets", metavar="DIR", type=Path, default=None,
+                        help="instead write each objective's Hydra preset DIR/<name>.yaml (configs/algorithm/ is "
+                             "written this way)")
+    args = parser.parse_args(argv)
+    if args.write_presets is not None:
+        if args.smoke:
+            parser.error("--write-presets and --smoke: one at a time")
+        if not args.write_presets.is_dir():
+            parser.error(f"--write-presets: {args.write_presets} is not a folder")
+        folder = args.write_presets
         for name in OBJECTIVES:
             (folder / f"{name}.yaml").write_text(preset_yaml(name), encoding="utf-8")
             print(f"wrote {folder / name}.yaml")
-        return
+        return 0
     for name, spec in OBJECTIVES.items():
         print(f"{name:6s} {spec.summary}")
         for param, (default, doc) in spec.param_docs().items():
             print(f"    {param:16s} = {default!r:22s} {doc}")
-    if "--smoke" in argv:
+    if args.smoke:
         import torch  # only here: the listing itself needs no torch
 
         g = torch.Generator().manual_seed(0)
@@ -52,7 +69,8 @@ def main(argv: list[str]) -> None:
             loss, metrics = get_objective(name)(batch)
             loss.backward()
             print(f"smoke {name:6s} loss={loss.item():+.4f} grad_norm={lp.grad.norm():.4f} metrics={len(metrics)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

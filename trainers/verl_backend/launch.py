@@ -4,6 +4,7 @@ Used by the backend's train function (trainers/verl_backend/train.py), by ``swee
 (which prints it) and by benchmarks/verl_overhead.py (which runs it directly).
 
     python -m trainers.verl_backend.launch TRIAL.yaml [override ...]   # print a trial's command
+    python -m trainers.verl_backend.launch --smoke     # ... of the defaults on the CPU platform (no verl, no torch)
 
 Each trial is its own Ray driver process (``python -m verl.trainer.main_ppo``): verl calls
 ``ray.init(address=<the sweep's cluster>, namespace=<the trial's own>)``, so its placement
@@ -230,11 +231,42 @@ def describe(cfg: TrialConfig) -> str:
     return launch.shell()
 
 
-if __name__ == "__main__":
-    from trainers.config import ConfigError, load_trial_config, split_args
+SMOKE_OVERRIDES = ["backend=verl", "verl.device=cpu"]
+"""What --smoke applies before the command line's overrides: a verl trial on the CPU platform."""
 
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainers.verl_backend.launch``: a trial's main_ppo command as ``sweep run --dry-run`` prints it."""
+    import argparse
+
+    from trainers.config import load_trial_config, split_args
+
+    parser = argparse.ArgumentParser(
+        prog="python -m trainers.verl_backend.launch",
+        description="Print the exact verl main_ppo command (environment, then argv) of one trial, as sweep run "
+                    "--dry-run shows it: nothing is built or run, and placeholders stand for the run directory, "
+                    "the cluster and the tiny model's folder.")
+    parser.add_argument("args", nargs="*", help="[TRIAL.yaml] then overrides: key=value, +key=value, "
+                                                "++key=value, ~key")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"apply {' '.join(SMOKE_OVERRIDES)} first (the defaults' command needs neither verl nor "
+                             "torch) and count its overrides (seconds)")
+    ns = parser.parse_intermixed_args(argv)
     try:
-        trial = load_trial_config(*split_args(sys.argv[1:]))
+        path, overrides = split_args(ns.args)
+        trial = load_trial_config(path, (SMOKE_OVERRIDES if ns.smoke else []) + overrides)
+        command = describe(trial)
     except ConfigError as err:
-        sys.exit(f"error: {err}")
-    print(describe(trial))
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(command)
+    if ns.smoke:
+        words = shlex.split(command)
+        at = words.index("verl.trainer.main_ppo")
+        print(f"smoke ok: the dry run of {path or 'the defaults'} with {' '.join(SMOKE_OVERRIDES + overrides)}: "
+              f"python -m verl.trainer.main_ppo with {len(words) - at - 1} overrides, nothing built or run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -33,7 +33,8 @@ need state across lines: ``ComputeAxes.update(data)`` (one per trial, train.py) 
 A resumed trial (verl resuming from its checkpoint of step k) continues from the sums of step k, which the
 checkpoint's pointer carries (train.py); without them (an older pointer) they restart at 0, logged.
 
-    python -m trainers.verl_backend.metrics metrics.jsonl   # print one translated line per step
+    for step, data in MetricsTail("metrics.jsonl").read():   # one translated line per step
+        print(step, translate(data, data_sources={}, benchmarks=[]))
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from typing import Any
 
 from contract.metrics import (ACTOR, ENTROPY, GRAD_NORM, PERF, PG_LOSS, RESPONSE_LENGTH, RESPONSE_LENGTH_MEAN, REWARD,
@@ -166,16 +166,3 @@ class MetricsTail:
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()  # "" after a final newline, else a line still being written
         return [parsed for raw in lines if (parsed := parse_line(raw.decode("utf-8", "replace")))]
-
-
-def _main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m trainers.verl_backend.metrics METRICS.jsonl", file=sys.stderr)
-        return 2
-    for step, data in MetricsTail(argv[0]).read():
-        print(step, json.dumps(translate(data, {}, []), sort_keys=True))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
