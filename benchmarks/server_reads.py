@@ -1,20 +1,24 @@
 """The read commands on a big sweep behind `mlflow server` + PostgreSQL, beside the same sweep in sqlite.
 
     python benchmarks/server_reads.py runs/sweep_scale/sqlite/scale-grid-2000-sweep    # a kept sweep_scale store
-    python benchmarks/server_reads.py --smoke      # a synthetic 2-method x 3-seed store, a minute
+    python benchmarks/server_reads.py --smoke      # a synthetic 8-method x 3-seed store, a few minutes
 
 Filling a server through its REST API runs at a few hundred metric rows a second here (docs/benchmarks.md),
 so 2,000 trials x 200 steps (4.8 M rows) would take hours. Instead the sweep's sqlite store (kept by
 `benchmarks/sweep_scale.py --keep`) is copied table by table into PostgreSQL, under the schema `mlflow
 server` itself creates there (benchmarks/scale_stores.py: Debian's PostgreSQL as the postgres user, root
-needed). Then, N runs each, median and spread:
+needed); its parent run's artifacts (the recorded spec, the read copy: tracking_store/read_copy.py) go
+behind the server's artifact proxy, as a sweep run against the server has them. A store without a read
+copy (the smoke's, or one kept before the copy existed) gets one first, by `sweep report --rebuild`.
+Then, N runs each, median and spread, and each command's peak RSS:
 
-  sweep status NAME --tracking-uri http://...    and   --run-dir SQLITE_DIR
-  sweep report NAME --tracking-uri http://...    and   --run-dir SQLITE_DIR   (--out a scratch folder)
+  sweep status|report NAME --tracking-uri http://... --direct   every run through MLflow's REST API
+  sweep status|report NAME --tracking-uri http://...            the read copy, the rest from the server
+  sweep status|report NAME --run-dir SQLITE_DIR                 the sqlite file's tables
 
-Only what the read commands read is copied: experiments, runs, tags, params, metrics and latest metrics
-(the artifacts stay where the runs' artifact URIs point: the local files of the kept store). Everything
-is written under --out (removed at the end unless --keep); the servers end by pid.
+and the three reports' table.md compared. Only what the read commands read is copied: experiments, runs,
+tags, params, metrics and latest metrics. Everything is written under --out (removed at the end unless
+--keep); the servers end by pid.
 """
 
 from __future__ import annotations
@@ -70,26 +74,78 @@ def copy_store(sqlite_db: Path, db_uri: str) -> dict[str, int]:
     return counts
 
 
-def timed(args: list[str], cwd: Path, runs: int) -> tuple[float, float, float]:
-    """(median, min, max) wall seconds of `runs` runs of the CLI command ``args``."""
-    times = []
+RSS_LAUNCHER = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[2:]); "
+                "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+                "sys.exit(rc)")
+"""Runs a command and writes its peak RSS (KiB: the command's process or any of its own, the largest). A child
+starts its count at the RSS of the process it was forked from, so the command is started by this small
+process, not by the benchmark's (a few hundred MB of pandas and MLflow)."""
+
+
+def timed(args: list[str], cwd: Path, runs: int) -> tuple[float, float, float, float]:
+    """(median, min, max) wall seconds of ``runs`` runs of the CLI command ``args``, and its peak RSS in MB
+    (the most of any run)."""
+    times, peak = [], 0.0
     for _ in range(runs):
-        t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "sweeps.cli", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=3600)
-        if done.returncode != 0:
-            raise RuntimeError(f"sweep {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times)
+        with tempfile.TemporaryDirectory(dir=cwd) as tmp:
+            rss = Path(tmp).resolve() / "rss"
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", RSS_LAUNCHER, str(rss), sys.executable, "-m", "sweeps.cli",
+                                   *args], cwd=cwd, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t0)
+            if done.returncode != 0:
+                raise RuntimeError(f"sweep {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+            peak = max(peak, int(rss.read_text()) / 1024)
+    return statistics.median(times), min(times), max(times), peak
 
 
 def smoke_store(root: Path) -> tuple[Path, str]:
     """A small synthetic sweep (dashboards/collect/synthetic_store.py) in sqlite under ``root``: (its folder, its name)."""
     from dashboards.collect.synthetic_store import fill_store
 
-    fill_store(f"sqlite:///{root}/mlflow.db", "reads-smoke", artifact_root=str(root / "mlartifacts"), seeds=(0, 1, 2),
+    fill_store(f"sqlite:///{root}/mlflow.db", "reads-smoke", artifact_root=(root / "mlartifacts").as_uri(), seeds=(0, 1, 2),
                steps=20, eval_every=5)
     return root, "reads-smoke"
+
+
+def parents(db: Path, name: str) -> list[tuple[str, str, str]]:
+    """(run id, experiment id, artifact URI) of the sweep's parent runs in the sqlite store."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+        return con.execute("SELECT r.run_uuid, r.experiment_id, r.artifact_uri FROM runs r JOIN experiments e ON "
+                           "e.experiment_id = r.experiment_id JOIN tags t ON t.run_uuid = r.run_uuid WHERE e.name = ? "
+                           "AND t.key = 'role' AND t.value = 'parent'", (name,)).fetchall()
+
+
+def has_copy(db: Path, name: str) -> bool:
+    from tracking_store.columnar import COMPLETE_TO_TAG
+
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+        return any(con.execute("SELECT 1 FROM tags WHERE run_uuid = ? AND key = ?", (run_id, COMPLETE_TO_TAG)).fetchone()
+                   for run_id, _, _ in parents(db, name))
+
+
+def serve_parent_artifacts(db: Path, name: str, db_uri: str, destination: Path) -> None:
+    """The parent runs' artifacts (the recorded spec, the read copy) behind the server's artifact proxy, as a
+    sweep run against the server has them: copied under ``destination`` and the runs' URIs made
+    ``mlflow-artifacts:/...`` in PostgreSQL. The trial runs' artifacts stay local files (the read commands do
+    not read them)."""
+    import psycopg2
+
+    from tracking_store.tables import local_artifact_dir
+
+    with closing(psycopg2.connect(db_uri.replace("postgresql+psycopg2://", "postgresql://"))) as con, con, \
+            con.cursor() as cur:
+        for run_id, exp_id, artifact_uri in parents(db, name):
+            local = local_artifact_dir(artifact_uri)
+            if local is not None and local.is_dir():
+                shutil.copytree(local, destination / str(exp_id) / run_id / "artifacts", dirs_exist_ok=True)
+            cur.execute("UPDATE runs SET artifact_uri = %s WHERE run_uuid = %s",
+                        (f"mlflow-artifacts:/{exp_id}/{run_id}/artifacts", run_id))
+
+
+READS = (("server, every run from the store (`--direct`)", "server", ["--direct"]),
+         ("server, through the read copy", "server", []),
+         ("sqlite file", "sqlite", []))
 
 
 def main() -> None:
@@ -98,7 +154,7 @@ def main() -> None:
     parser.add_argument("store", type=Path, nargs="?", help="Folder of a kept sweep: its mlflow.db, named after it.")
     parser.add_argument("--name", default=None, help="The sweep's name (default: the folder's name).")
     parser.add_argument("--runs", type=int, default=3, help="Runs of each command (default 3).")
-    parser.add_argument("--smoke", action="store_true", help="A synthetic 6-trial store instead, one run each.")
+    parser.add_argument("--smoke", action="store_true", help="A synthetic 24-trial store instead, one run each.")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "server_reads", help="Scratch folder.")
     parser.add_argument("--keep", action="store_true", help="Keep --out.")
     ns = parser.parse_args()
@@ -109,28 +165,39 @@ def main() -> None:
         sys.exit(f"server_reads: expected a folder holding mlflow.db (benchmarks/sweep_scale.py --keep), got {ns.store}")
     else:
         store, name, runs = ns.store.resolve(), ns.name or ns.store.resolve().name, ns.runs
+    db = store / "mlflow.db"
     try:
+        if not has_copy(db, name):  # a store written before the read copy existed, or the smoke's
+            t0 = time.perf_counter()
+            timed(["report", name, "--run-dir", str(store), "--rebuild", "--no-log", "--out", str(ns.out / "rebuild")],
+                  ns.out, 1)
+            print(f"read copy written (sweep report --rebuild on the sqlite file) in {time.perf_counter() - t0:.1f} s",
+                  flush=True)
         with postgres_server(ns.out) as db_uri, mlflow_server(db_uri, ns.out) as uri:
             t0 = time.perf_counter()
-            counts = copy_store(store / "mlflow.db", db_uri)
+            counts = copy_store(db, db_uri)
+            serve_parent_artifacts(db, name, db_uri, ns.out / "server-artifacts")
             print(f"copied in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{t} {n:,}" for t, n in counts.items()),
                   flush=True)
             figures = {}
             for command in ("status", "report"):
-                for where, place in (("server", ["--tracking-uri", uri]), ("sqlite", ["--run-dir", str(store)])):
-                    extra = ["--out", str(ns.out / f"report-{where}")] if command == "report" else []
-                    figures[command, where] = timed([command, name, *place, *extra], ns.out, runs)
-                    print(f"sweep {command} on {where}: median {figures[command, where][0]:.1f} s", flush=True)
-            tables = [(ns.out / f"report-{where}" / "table.md").read_text(encoding="utf-8") for where in ("server", "sqlite")]
+                for i, (label, where, extra) in enumerate(READS):
+                    place = ["--tracking-uri", uri] if where == "server" else ["--run-dir", str(store)]
+                    out = ["--out", str(ns.out / f"report-{i}"), "--no-log"] if command == "report" else []
+                    figures[command, i] = timed([command, name, *place, *extra, *out], ns.out, runs)
+                    print(f"sweep {command}, {label}: median {figures[command, i][0]:.1f} s", flush=True)
+            tables = [(ns.out / f"report-{i}" / "table.md").read_text(encoding="utf-8") for i in range(len(READS))]
     finally:
         if not ns.keep:
             shutil.rmtree(ns.out, ignore_errors=True)
-    print(f"\n## {name}: read commands, {runs} run(s) each (median, min-max)\n")
-    print("| command | `mlflow server` + PostgreSQL | sqlite file |\n|---|---|---|")
+    print(f"\n## {name}: read commands, {runs} run(s) each (median, min-max; peak RSS)\n")
+    print("| command | " + " | ".join(label for label, _, _ in READS) + " |\n|---|" + "---|" * len(READS))
     for command in ("status", "report"):
-        cells = [f"{m:.1f} s ({lo:.1f}-{hi:.1f})" for m, lo, hi in (figures[command, w] for w in ("server", "sqlite"))]
-        print(f"| `sweep {command}` | {cells[0]} | {cells[1]} |")
-    print(f"\nthe report's table.md the same from both stores: {'yes' if tables[0] == tables[1] else 'NO'}")
+        cells = [f"{m:.1f} s ({lo:.1f}-{hi:.1f}); {rss:.0f} MB"
+                 for m, lo, hi, rss in (figures[command, i] for i in range(len(READS)))]
+        print(f"| `sweep {command}` | " + " | ".join(cells) + " |")
+    same = all(t == tables[0] for t in tables)
+    print(f"\nthe report's table.md the same from all three reads: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

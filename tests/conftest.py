@@ -83,6 +83,7 @@ SLOW_LANES = {
         "test_sweep_cli_e2e.py",           # ~355 s
         "test_sweep_e2e.py",               # ~175 s
         "test_sweep_store_postgres.py",    # ~40 s
+        "test_read_copy_server.py",        # a 6-trial synthetic sweep on an mlflow server, read both ways
         "test_sweep_ui.py",                # ~25 s
         "test_sweep_stop_e2e.py",          # ~30 s
         "test_sweep_ui_terminal.py",       # ~7 s

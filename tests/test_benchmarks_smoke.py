@@ -42,7 +42,7 @@ def test_tracking_outage_smoke_survives_the_outage_and_prints_the_figures():
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_server_reads_smoke_copies_a_store_into_postgresql_and_reads_the_same_table(tmp_path):
+def test_server_reads_smoke_reads_a_server_both_ways_and_the_sqlite_file_to_the_same_table(tmp_path):
     import os
     import shutil
 
@@ -50,8 +50,10 @@ def test_server_reads_smoke_copies_a_store_into_postgresql_and_reads_the_same_ta
         pytest.skip("PostgreSQL's initdb or root (to run it as the postgres user) missing; scripts/setup.sh installs it")
     out = _run("benchmarks/server_reads.py", "--smoke", "--out", str(tmp_path / "reads"), timeout=800)
     assert "copied in" in out and "runs 25," in out  # the synthetic sweep: a parent and 24 trials
-    assert "| `sweep status` |" in out and "| `sweep report` |" in out
-    assert "the report's table.md the same from both stores: yes" in out
+    assert "read copy written (sweep report --rebuild on the sqlite file)" in out
+    rows = [line for line in out.splitlines() if line.startswith(("| `sweep status`", "| `sweep report`"))]
+    assert len(rows) == 2 and all(row.count(" MB") == 3 for row in rows)  # the server read both ways, the sqlite file
+    assert "the report's table.md the same from all three reads: yes" in out
     assert not (tmp_path / "reads").exists()
 
 

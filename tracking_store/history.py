@@ -3,6 +3,7 @@
     from tracking_store.history import read_history_client, read_history_sqlite
     frame = read_history_sqlite(Path("runs/mlflow.db"), run_ids, ["val/avg/acc", "actor/entropy"])
     frame = read_history_client(client, run_ids, {run_id: keys, ...})   # an mlflow server, any other store
+    frame = joined_history(run_ids, keys, [from_copy, from_store])      # parts read apart, as one read
     # long: run_id, key (categoricals), step, value; sorted by (run, key, step); a step logged twice: the last
 
 A `sqlite:///` store's ``metrics`` table is read directly and read-only (MLflow's schema: metrics(key, value,
@@ -44,7 +45,7 @@ def read_history_sqlite(db: Path, run_ids: list[str], keys: list[str]) -> pd.Dat
     finally:
         con.close()
     a = np.concatenate(parts) if parts else np.empty((0, 3))
-    return _coded_history(run_ids, keys, np.concatenate(codes) if codes else np.empty(0, np.int64), a)
+    return coded_history(run_ids, keys, np.concatenate(codes) if codes else np.empty(0, np.int64), a)
 
 
 BULK_RUNS, BULK_ROWS = 100, 2500
@@ -108,10 +109,10 @@ def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str
             got += list(pool.map(one, [p for _, rest in answers for p in rest]))
     a = np.array([r for _, rows in got for r in rows], dtype=np.float64).reshape(-1, 3)
     codes = np.concatenate([np.full(len(rows), i, np.int64) for i, rows in got]) if got else np.empty(0, np.int64)
-    return _coded_history(run_ids, keys, codes, a)
+    return coded_history(run_ids, keys, codes, a)
 
 
-def _coded_history(run_ids: list[str], keys: list[str], run_code: np.ndarray, a: np.ndarray) -> pd.DataFrame:
+def coded_history(run_ids: list[str], keys: list[str], run_code: np.ndarray, a: np.ndarray) -> pd.DataFrame:
     """(run_code, [key_code, step, value]) in log order -> run_id/key categoricals sorted by
     (run, key, step); a step logged twice keeps the value logged last."""
     keep = a[:, 0] >= 0
@@ -128,3 +129,19 @@ def _coded_history(run_ids: list[str], keys: list[str], run_code: np.ndarray, a:
         "run_id": pd.Categorical.from_codes(run_code[last], categories=pd.Index(run_ids, dtype=object)),
         "key": pd.Categorical.from_codes(key_code[last], categories=pd.Index(keys, dtype=object)),
         "step": step[last], "value": value[last]})
+
+
+def joined_history(run_ids: list[str], keys: list[str], frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Histories read in parts (the read copy's and the store's, tracking_store/read_copy.py) as one, ordered as
+    ``coded_history`` orders a single read: categories ``run_ids`` and ``keys``; a (run, key) in two parts: the later."""
+    run_index, key_index = {r: i for i, r in enumerate(run_ids)}, {k: i for i, k in enumerate(keys)}
+    codes, parts = [], []
+    for frame in frames:
+        run_code = frame["run_id"].astype(object).map(run_index).to_numpy()
+        key_code = frame["key"].astype(object).map(key_index).to_numpy()
+        keep = ~(pd.isna(run_code) | pd.isna(key_code))
+        codes.append(run_code[keep].astype(np.int64))
+        parts.append(np.column_stack([key_code[keep].astype(np.float64), frame["step"].to_numpy()[keep],
+                                      frame["value"].to_numpy(np.float64)[keep]]))
+    a = np.concatenate(parts) if parts else np.empty((0, 3))
+    return coded_history(run_ids, keys, np.concatenate(codes) if codes else np.empty(0, np.int64), a)

@@ -16,6 +16,11 @@ Histories are read in bulk by tracking_store/history.py: a sqlite store's `metri
 `mlflow server` with one REST call per key per 100 runs, any other store per (run, key), from a thread pool.
 Pass `bulk=False` to skip the sqlite reads.
 Only the histories of ``keys`` are read when given: a report reads the ~6 keys it shows, not all 16-32.
+
+Any other store is read through the sweep's read copy where it has one (tracking_store/read_copy.py: the finished
+trial runs and their histories in a few files of the parent run; what ended after it, what still runs, from the
+store): ``read="auto"`` (default: the copy for stores other than a sqlite file, whose tables are as quick),
+``"copy"`` (the copy on any store that has one), ``"direct"`` (never the copy).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import pandas as pd
 from contract.suggest import did_you_mean
 from dashboards.collect.sample_results import numeric_column
 from tracking_store.client import StoreMissing, open_existing
-from tracking_store.history import read_history_client, read_history_sqlite
+from tracking_store.history import joined_history, read_history_client, read_history_sqlite
+from tracking_store.read_copy import CopyView, open_copy
 from tracking_store.roles import PARENT, PARENT_RUN_TAG, TRIAL, children_filter, role_filter
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs
 from tracking_store.uri import mask_uri, resolve_uri, sqlite_path
@@ -158,6 +164,8 @@ class SweepRuns:
     parent: RunRecord | None
     client: object | None = None
     """An MlflowClient where the store was read through MLflow; None where its tables were read directly."""
+    copy: CopyView | None = None
+    """The sweep's read copy where the runs were read through it."""
 
 
 def _sqlite_runs(db: Path, uri: str, sweep: str) -> SweepRuns:
@@ -175,41 +183,84 @@ def _sqlite_runs(db: Path, uri: str, sweep: str) -> SweepRuns:
     return SweepRuns(sweep, uri, exp_id, runs, newest)
 
 
+READS = ("auto", "copy", "direct")
+
+
+def _through_copy(client, exp_id: str, parents: list[RunRecord], parent_run_id: str | None) -> CopyView | None:
+    """The trial runs through the read copy of the sweep's first parent run (where the driver writes it), only
+    ``parent_run_id``'s children when given; None without a copy."""
+    if not parents:
+        return None
+    view = open_copy(client, exp_id, min(parents, key=lambda r: (r.start_time or 0, r.run_id)))
+    if view is not None and parent_run_id:
+        view.runs = [r for r in view.runs if r.tags.get(PARENT_RUN_TAG) == parent_run_id]
+    return view
+
+
 def find_runs(sweep: str | None = None, *, tracking_uri: str | None = None, parent_run_id: str | None = None,
-              bulk: bool = True) -> SweepRuns:
+              bulk: bool = True, read: str = "auto") -> SweepRuns:
     """A sweep's trial runs and its parent run: by experiment (= sweep) name, or by the parent run's id.
-    A sqlite store found by name is read from its tables (``bulk=False``: through MLflow)."""
+    A sqlite store found by name is read from its tables (``bulk=False``: through MLflow); ``read``: whether the
+    sweep's read copy is used (module docstring)."""
+    if read not in READS:
+        raise ValueError(f"read={read!r}: expected one of {', '.join(READS)}")
     if not sweep and not parent_run_id:
         raise ValueError("collect: give a sweep (experiment) name or a parent_run_id")
     db = sqlite_path(tracking_uri) if bulk else None
-    if db is not None and not parent_run_id:
-        if not db.exists():
-            raise ValueError(f"no MLflow store at {db}: nothing was recorded there; a sweep tracked elsewhere: "
-                             "--tracking-uri URI or MLFLOW_TRACKING_URI, or --run-dir DIR")
+    if db is not None and not db.exists():
+        raise ValueError(f"no MLflow store at {db}: nothing was recorded there; a sweep tracked elsewhere: "
+                         "--tracking-uri URI or MLFLOW_TRACKING_URI, or --run-dir DIR")
+    if db is not None and not parent_run_id and read != "copy":
         return _sqlite_runs(db, tracking_uri, sweep)
     client, uri = _client(tracking_uri)
+    use_copy = read == "copy" or (read == "auto" and sqlite_path(uri) is None)
     if parent_run_id:  # only this parent's children
         run = client.get_run(parent_run_id)
-        parent, exp_id = RunRecord.of(run), run.info.experiment_id
+        parent, exp_id = RunRecord.of(run), str(run.info.experiment_id)
         sweep = sweep or parent.tags.get("sweep") or client.get_experiment(exp_id).name
-        return SweepRuns(sweep, uri, str(exp_id), _trial_runs(client, exp_id, parent_run_id), parent, client)
+        view = _through_copy(client, exp_id, _search(client, exp_id, role_filter(PARENT)), parent_run_id) if use_copy else None
+        runs = view.runs if view is not None else _trial_runs(client, exp_id, parent_run_id)
+        return SweepRuns(sweep, uri, exp_id, runs, parent, client, view)
     exp_id = _find_experiment(client, sweep).experiment_id  # every trial run; reports attach to the newest parent
     parents = _search(client, exp_id, role_filter(PARENT))
-    return SweepRuns(sweep, uri, str(exp_id), _trial_runs(client, exp_id, None), parents[0] if parents else None,
-                     client)
+    view = _through_copy(client, exp_id, parents, None) if use_copy else None
+    runs = view.runs if view is not None else _trial_runs(client, exp_id, None)
+    return SweepRuns(sweep, uri, str(exp_id), runs, parents[0] if parents else None, client, view)
+
+
+def _histories(found: SweepRuns, run_ids: list[str], run_keys: dict[str, list[str]], bulk: bool,
+               workers: int) -> pd.DataFrame:
+    """The runs' histories of their keys: from the read copy where it holds them, the rest from the store."""
+    keys = sorted({k for ks in run_keys.values() for k in ks})
+    view = found.copy
+    copied = ([rid for rid in run_ids if rid not in view.live and all(view.copy.holds(rid, k) for k in run_keys[rid])]
+              if view is not None else [])
+    rest = [rid for rid in run_ids if rid not in set(copied)]
+    db = sqlite_path(found.tracking_uri) if bulk else None
+    if not rest:
+        from_store = None
+    elif db is not None and db.exists():
+        from_store = read_history_sqlite(db, rest, keys)
+    else:
+        from_store = read_history_client(found.client or _client(found.tracking_uri)[0], rest,
+                                         {rid: run_keys[rid] for rid in rest}, workers)
+    if not copied:  # every run read from the store (run_ids is never empty)
+        return from_store
+    parts = [view.copy.history(copied, keys)] + ([from_store] if from_store is not None else [])
+    return joined_history(run_ids, keys, parts)
 
 
 def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
             parent_run_id: str | None = None, keys: list[str] | None = None,
             statuses: tuple[str, ...] | None = None, bulk: bool = True,
-            workers: int = 16, found: SweepRuns | None = None) -> SweepData:
+            workers: int = 16, found: SweepRuns | None = None, read: str = "auto") -> SweepData:
     """Load one sweep: by experiment (= sweep) name, or by the parent run's id (or the runs ``find_runs`` found).
 
     keys: only these metric keys' histories (default all: a report passes the keys it draws and tabulates).
     statuses: keep runs in these states only (e.g. ("FINISHED",)); default all, so partial sweeps can be
     inspected. The history's string columns are pandas categoricals (1M points fit in ~30 MB).
     """
-    found = found or find_runs(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id, bulk=bulk)
+    found = found or find_runs(sweep, tracking_uri=tracking_uri, parent_run_id=parent_run_id, bulk=bulk, read=read)
     sweep, uri, exp_id, runs = found.sweep, found.tracking_uri, found.experiment_id, found.runs
     if not runs:
         raise ValueError(f"sweep {sweep!r} (experiment {exp_id} at {mask_uri(uri)}) has no trial runs yet")
@@ -223,11 +274,7 @@ def collect(sweep: str | None = None, *, tracking_uri: str | None = None,
     run_ids = trials["run_id"].tolist()
     # the keys each run logged, from its latest-metric rows
     run_keys = {r.run_id: [k for k in r.metrics if keys is None or k in keys] for r in runs}
-    db = sqlite_path(uri) if bulk else None
-    if db is not None and db.exists():
-        hist = read_history_sqlite(db, run_ids, sorted({k for ks in run_keys.values() for k in ks}))
-    else:
-        hist = read_history_client(found.client or _client(uri)[0], run_ids, run_keys, workers)
+    hist = _histories(found, run_ids, run_keys, bulk, workers)
     history = _with_meta(hist, trials)
     finals = final_values(hist)
     finals.columns = finals.columns.astype(object)

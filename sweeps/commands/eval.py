@@ -221,7 +221,7 @@ def _evaluate(jobs: list, sweep: str | None, run_dir: Path, cfg: EvalConfig, pro
     """Each job under the sweep's lock (a sweep's): evaluate, log into its MLflow run, print its summary."""
     import contextlib
 
-    from sweeps.tracking.eval_targets import eval_run_for, log_eval
+    from sweeps.tracking.eval_targets import eval_run_for, log_eval, recopy_runs
     from sweeps.tracking.lock import SweepLock
 
     lock = SweepLock(RunLayout(run_dir).sweep(sweep).lock, sweep) if sweep else contextlib.nullcontext()
@@ -235,6 +235,8 @@ def _evaluate(jobs: list, sweep: str | None, run_dir: Path, cfg: EvalConfig, pro
                 metrics, result_files = evaluate(t, cfg, progress=progress, log=_say, problems=problems)
             run_id = t.run_id or eval_run_for(client, t)
             logged = log_eval(client, run_id, t.step, metrics, result_files, cfg.protocol_hash())
+            if logged and t.run_id:  # a trial run changed after it ended: its sweep's read copy holds it again
+                recopy_runs(client, [run_id])
             console.print(_summary(f"{t.label} (step {t.step})", metrics, cfg))
             note = f"logged {', '.join(logged)}" if logged else "already logged"
             _say(f"MLflow run {run_id} at step {t.step}: {note}; files in {result_files[0].parent}")

@@ -41,6 +41,10 @@ TrackingUri = Annotated[Optional[str], typer.Option(
     "--tracking-uri", help="MLflow URI (a server's http://HOST:PORT or a database); default "
     "$MLFLOW_TRACKING_URI, else the run dir's mlflow.db (sqlite).")]
 
+Direct = Annotated[bool, typer.Option(
+    "--direct", help="Read every run from the store itself, not the sweep's read copy (a server's store: "
+    "tracking_store/read_copy.py).")]
+
 
 @dataclass
 class StoreOptions:

@@ -6,6 +6,7 @@ logged to its parent run.
     sweep report dhpo_vs_baselines --base "Qwen3-1.7B-Base" --baselines GRPO,GSPO --delta-avg --std
     sweep report sspo_temperature_grid --metric "eval/{benchmark}/avg_at_k" --select-by AVG
     sweep report grid --at best --select-by val/avg/acc --ema-alpha 0.02 --out reports/grid --no-log
+    sweep report big_grid --tracking-uri http://mlflow:5000 --rebuild   # the read copy written anew, then read
 
 Settings: those recorded with the sweep, then --spec's `report:` section, then the options
 (dashboards/collect/recorded_spec.py report_settings); the report itself: dashboards/report/writer.py.
@@ -20,7 +21,7 @@ from typing import Annotated, ClassVar, Optional
 
 import typer
 
-from sweeps.commands.options import StoreOptions, cells_text, grouped, split_list, warnings_as_notes
+from sweeps.commands.options import Direct, StoreOptions, cells_text, grouped, split_list, warnings_as_notes
 from sweeps.commands.spec_input import smoke_name
 
 
@@ -107,6 +108,8 @@ def report(
     figures: FigureOptions = FigureOptions(),
     log: Annotated[bool, typer.Option("--log/--no-log", help="Log the files as artifacts of the parent run.")] = True,
     smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep (sweep run --smoke): SWEEP_NAME_smoke.")] = False,
+    direct: Direct = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Write the sweep's read copy anew from the store (every ended trial run), then report from it.")] = False,
 ) -> None:
     """Write the sweep's report: paper table (md/tex/csv/html) + curves in ONE offline HTML file.
 
@@ -134,7 +137,8 @@ def report(
     sweep_name = smoke_name(sweep_name) if smoke else sweep_name
     try:
         with warnings_as_notes():  # a warning of the reading, the statistics or the figures: a note line
-            paths = _write(sweep_name, parent_run_id, store, out, spec, table, figures, log)
+            paths = _write(sweep_name, parent_run_id, store, out, spec, table, figures, log,
+                           "direct" if direct else "auto", rebuild)
     except (ValueError, TypeError, OSError) as e:
         typer.echo(f"error: {mask_uri(str(e))}", err=True)
         raise typer.Exit(2) from None
@@ -160,7 +164,7 @@ def _spec_section(spec: Path | None, sweep_name: str | None, parent_run_id: str 
 
 
 def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: TableOptions, figures: FigureOptions,
-           log: bool) -> dict[str, Path]:
+           log: bool, read: str, rebuild: bool) -> dict[str, Path]:
     from contract.run_layout import RunLayout
     from dashboards.collect.sweep_runs import collect, find_runs
     from dashboards.collect.recorded_spec import report_settings
@@ -169,11 +173,14 @@ def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: Tab
 
     spec_section, sweep_name = _spec_section(spec, sweep_name, parent_run_id)
     uri = resolve_uri(store.tracking_uri, store.run_dir)
-    found = find_runs(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id)
+    found = find_runs(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id, read="direct" if rebuild else read)
     cfg, notes = report_settings(found, spec_section, table.given(), figures.given(),
                                  f"--spec {spec} and options" if spec is not None else "options")
     for note in notes:
         typer.echo(f"note: {note}", err=True)
+    if rebuild:
+        _rebuild(found, lambda logged: history_keys(cfg, logged))
+        found = find_runs(sweep_name, tracking_uri=uri, parent_run_id=parent_run_id, read=read)
     data = collect(found=found, keys=history_keys(cfg, {k for r in found.runs for k in r.metrics}))
     db = sqlite_path(uri)  # default: where `sweep run` writes it for the run dir's store, else ./reports/
     in_run_dir = db is not None and db == RunLayout(store.run_dir).store.resolve() and sweep_name
@@ -184,3 +191,18 @@ def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: Tab
                    err=True)
     return write_report(data, out, cfg, log_to_run=data.parent_run_id if log else None,
                         tracking_uri=data.tracking_uri, figures_in_background=True)
+
+
+def _rebuild(found, keys_for) -> None:
+    """The sweep's read copy written anew (tracking_store/read_copy.py rebuild_copy), said on stderr."""
+    from tracking_store.client import open_existing
+    from tracking_store.read_copy import rebuild_copy
+    from tracking_store.roles import PARENT, role_filter
+
+    client = found.client or open_existing(found.tracking_uri)
+    parents = client.search_runs([found.experiment_id], role_filter(PARENT), max_results=1,
+                                 order_by=["attributes.start_time ASC"])
+    if not parents:
+        raise ValueError(f"sweep {found.sweep!r} has no parent run (tag role=parent) to hold a read copy")
+    n = rebuild_copy(client, found.tracking_uri, found.experiment_id, parents[0].info.run_id, keys_for)
+    typer.echo(f"read copy of {found.sweep!r} written anew: {n} ended trial runs", err=True)

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeps.commands.options import StoreOptions, fail, grouped
+from sweeps.commands.options import Direct, StoreOptions, fail, grouped
 from sweeps.commands.spec_input import load_user_spec, names_spec, smoke_name
 
 console = Console()
@@ -29,6 +29,7 @@ def status(
     overrides: Annotated[Optional[list[str]], typer.Argument(help="With a YAML: the overrides the sweep was run with.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep (sweep run --smoke): SWEEP_smoke.")] = False,
     store: StoreOptions = StoreOptions(),
+    direct: Direct = False,
 ) -> None:
     """Show each trial of a sweep with its method, MLflow state, last logged step and val/avg/acc.
 
@@ -45,7 +46,7 @@ def status(
     name = loaded.name if loaded else smoke_name(sweep) if smoke else sweep
     uri = resolve_uri(store.tracking_uri, store.run_dir)
     try:
-        runs, _, resolved = recorded_trials(uri, name)
+        runs, _, resolved = recorded_trials(uri, name, read="direct" if direct else "auto")
         planned = ([StatusRow(t.trial_id, t.method, t.config.trainer.steps) for t in loaded.trials] if loaded
                    else planned_from_store(resolved, runs))
     except StoreMissing as err:

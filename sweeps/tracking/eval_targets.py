@@ -233,3 +233,28 @@ def log_eval(client, run_id: str, step: int, metrics: dict[str, float], files: l
         client.log_batch(run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(values.items())],
                          tags=[RunTag(marker[bench], "1"), RunTag(EVAL_PROTOCOL_TAG, protocol)])
     return new
+
+
+def recopy_runs(client, run_ids: list[str]) -> int:
+    """The sweep trial runs an evaluation logged into, copied again into their sweep's read copy
+    (tracking_store/read_copy.py: a run changed after it ended), with the histories the sweep's recorded report
+    reads; a sweep without a copy is left alone. Returns the number of runs copied."""
+    from dashboards.collect.recorded_spec import recorded_report_section, recorded_spec
+    from dashboards.model.report import ReportConfig
+    from dashboards.report.writer import history_keys
+    from tracking_store.read_copy import append_segment
+    from tracking_store.roles import PARENT_RUN_TAG
+
+    by_parent: dict[tuple[str, str], list[str]] = {}
+    for run_id in dict.fromkeys(run_ids):
+        run = client.get_run(run_id)
+        parent_id = run.data.tags.get(PARENT_RUN_TAG)
+        if parent_id and run.data.tags.get("role") == TRIAL:
+            by_parent.setdefault((run.info.experiment_id, parent_id), []).append(run_id)
+    copied = 0
+    for (exp_id, parent_id), ids in by_parent.items():
+        section, _ = recorded_report_section(recorded_spec(client, parent_id))
+        cfg = ReportConfig.from_dict(section or {})
+        copied += append_segment(client, client.tracking_uri, exp_id, parent_id,
+                                 lambda logged, cfg=cfg: history_keys(cfg, logged), run_ids=ids)
+    return copied

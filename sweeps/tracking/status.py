@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from contract.metrics import TRIAL_STEP, VAL_AVG
 from dashboards.collect.recorded_spec import recorded_spec
 from tracking_store.client import StoreMissing, open_existing, require_store, sweep_experiment
+from tracking_store.read_copy import open_copy
 from tracking_store.roles import PARENT, TRIAL, role_filter
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs, trial_runs
 from tracking_store.uri import sqlite_path, where
@@ -33,12 +34,14 @@ class StatusRow:
     steps: int | None  # the trial's planned steps (None: unknown)
 
 
-def recorded_trials(uri: str, sweep: str) -> tuple[dict[str, RunRecord], RunRecord | None, dict]:
+def recorded_trials(uri: str, sweep: str, read: str = "auto") -> tuple[dict[str, RunRecord], RunRecord | None, dict]:
     """The sweep's trial runs by trial id, its first parent run (None before one exists) and the spec
     recorded on it ({} when none). A sqlite store's tables are read directly (tracking_store/tables.py:
-    no MLflow import); any other store through MLflow. ``StoreMissing`` for no store or no such sweep."""
+    no MLflow import); any other store through MLflow, by its read copy where it has one
+    (tracking_store/read_copy.py; ``read``: "auto", "copy" on any store, "direct" never). ``StoreMissing`` for
+    no store or no such sweep."""
     db = sqlite_path(uri)
-    if db is not None:
+    if db is not None and read != "copy":
         require_store(uri)
         exp_id = experiment_id(db, sweep)
         if exp_id is None:
@@ -47,9 +50,11 @@ def recorded_trials(uri: str, sweep: str) -> tuple[dict[str, RunRecord], RunReco
     else:
         client = open_existing(uri)
         exp_id = sweep_experiment(client, uri, sweep).experiment_id
-        runs = [RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(TRIAL), max_results=50_000)]
         parents = [RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(PARENT), max_results=1,
                                                                order_by=["attributes.start_time ASC"])]
+        view = open_copy(client, exp_id, parents[0]) if parents and read != "direct" else None
+        runs = view.runs if view is not None else [
+            RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(TRIAL), max_results=50_000)]
     parent = min(parents, key=lambda r: r.start_time or 0) if parents else None
     resolved = recorded_spec(client, parent.run_id, parent.artifact_uri) if parent is not None else {}
     return trial_runs(runs), parent, resolved

@@ -47,10 +47,10 @@ from contract.run_layout import RunLayout
 from dashboards.collect.recorded_spec import RESOLVED_SPEC, RESOLVED_SPEC_JSON, dump_resolved
 from sweeps.specs.load import REPO_ROOT, SpecError, SweepSpec, Trial
 from sweeps.specs.trial_params import logged_params
-from tracking_store.client import open_client
+from tracking_store.client import is_transient, open_client
 from tracking_store.lease import DriverLease
 from tracking_store.roles import PARENT, TRIAL_ID_TAG, children_filter, parent_tags, role_filter, trial_tags
-from tracking_store.uri import is_server
+from tracking_store.uri import is_server, mask_uri
 from sweeps.ui.views import KIND_TAG, MODEL_TRAINING, experiment_tags  # noqa: F401 (KIND_TAG...: re-exported)
 
 BATCH_SECONDS = 2.0  # flush buffered metrics at most this often per trial
@@ -66,7 +66,7 @@ class SweepTracker:
     """Creates/reuses the experiment, parent and child runs; buffers and writes metrics."""
 
     def __init__(self, spec: SweepSpec, tracking_uri: str, run_dir: Path):
-        self.spec = spec
+        self.spec, self.run_dir = spec, Path(run_dir)
         self.client = open_client(tracking_uri)
         self.tracking_uri = tracking_uri
         exp = self.client.get_experiment_by_name(spec.name)
@@ -242,12 +242,34 @@ class SweepTracker:
         self.client.set_terminated(run_id, status=status)
         self.children[trial_id]["status"] = status
 
+    def write_copy(self, final: bool = False) -> int:
+        """The trial runs ended since the last segment into the sweep's read copy (tracking_store/read_copy.py),
+        with the histories the spec's report reads; the number of runs written. ``final``: the driver's last
+        segment (it ends every run of the sweep itself: no clock margin). The copy is derived from the store: a
+        store that refuses it (not an outage) ends nothing, it is said and the read commands read the store."""
+        from dashboards.model.report import ReportConfig
+        from dashboards.report.writer import history_keys
+        from tracking_store.read_copy import SKEW_MS, append_segment
+
+        cfg = ReportConfig.from_dict(self.spec.report)
+        try:
+            return append_segment(self.client, self.tracking_uri, self.experiment_id, self.parent_id,
+                                  lambda logged: history_keys(cfg, logged), scratch=self.run_dir,
+                                  skew_ms=0 if final else SKEW_MS)
+        except Exception as err:  # noqa: BLE001 - an outage is retried by the caller; anything else is a note
+            if is_transient(err):
+                raise
+            print(f"note: the sweep's read copy was not written ({mask_uri(str(err))[:300]}); the read commands read "
+                  "the store itself, `sweep report NAME --rebuild` writes the copy anew", file=sys.stderr)
+            return 0
+
     def end_sweep(self, status: str) -> None:
-        """Flush everything; close still-RUNNING children (KILLED) and the parent."""
+        """Flush everything; close still-RUNNING children (KILLED); the read copy's last segment; close the parent."""
         self.flush()
         for info in self.children.values():
             if info["status"] == "RUNNING":
                 self.client.set_terminated(info["run_id"], status="KILLED")
                 info["status"] = "KILLED"
+        self.write_copy(final=True)
         self.client.set_terminated(self.parent_id, status=status)
         self.lease.release()

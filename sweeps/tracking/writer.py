@@ -13,7 +13,9 @@ with its way into the store in ``APPLY``): ``start``, ``steps``, ``tags``, ``end
 a new tracked event is an ``Op``, its ``APPLY`` entry and the driver's method that journals it. The writer reads whole lines from the offset in bounded
 chunks (memory stays bounded however long an outage lasts), applies them through ``SweepTracker`` (which skips
 steps the store already has and writes whole steps per transaction), then moves the offset; once caught up the
-journal is emptied. Every operation is idempotent, so a driver killed between a write and the offset update
+journal is emptied. Every ``COPY_EVERY`` ended trials (or ``COPY_AFTER_S`` after the first of them) it also writes
+the read copy's next segment (tracking_store/read_copy.py), the trials' records and histories as the store now
+holds them; the driver writes the last one when the sweep ends. Every operation is idempotent, so a driver killed between a write and the offset update
 replays it harmlessly: a re-run of the sweep replays the journal before any trial starts (each step once).
 
 Outages: a transient store error (tracking_store/client.py ``is_transient``) is retried with backoff, forever, while
@@ -42,6 +44,8 @@ from tracking_store.uri import where
 ROUND_S = 1.0  # the writer's idle tick (heartbeat, retries); it wakes at once when something is journaled
 CHUNK_BYTES = 4 << 20  # the most journal read into memory at once
 REMIND_S = 300.0  # an outage is said again this often
+COPY_EVERY = 50  # ended trials that make the read copy's next segment (tracking_store/read_copy.py) ...
+COPY_AFTER_S = 300.0  # ... or this long after the first of them ended, whichever comes first
 OUTAGE_EXIT = 75  # EX_TEMPFAIL: try again later
 RETRY_MAX_S = 5.0  # the longest wait between two tries during an outage (how soon a recovery is seen)
 
@@ -190,6 +194,7 @@ class TrackingWriter(threading.Thread):
         self.idle = threading.Event()
         self.last_heartbeat = time.monotonic()
         self.store_name = ""
+        self.ended, self.first_ended = 0, 0.0  # trials ended since the read copy's last segment, and when the first
 
     # ---- the driver's side: journal only, never MLflow ----------------------------------------------
     def start_trial(self, trial_id: str, tune_config: dict | None = None) -> None:
@@ -266,6 +271,9 @@ class TrackingWriter(threading.Thread):
             self.retrying(lambda: self._apply(tracker, ops))
             self.journal.commit(ops, end)
         self.retrying(tracker.flush)
+        if self.ended >= COPY_EVERY or (self.ended and time.monotonic() - self.first_ended > COPY_AFTER_S):
+            self.retrying(tracker.write_copy)
+            self.ended = 0
         if time.monotonic() - self.last_heartbeat > LEASE_HEARTBEAT_S:
             self.retrying(tracker.lease.heartbeat)
             self.last_heartbeat = time.monotonic()
@@ -278,6 +286,9 @@ class TrackingWriter(threading.Thread):
             if kind is not Op.STEPS and (kind is Op.START or tid not in tracker.children):
                 tracker.start_trial(self.trial_of(tid, op.get("tune_config")))  # a replay may begin after its start
             APPLY[kind](tracker, tid, op)
+            if kind is Op.END:
+                self.first_ended = self.first_ended if self.ended else time.monotonic()
+                self.ended += 1
         tracker.flush()
 
     def retrying(self, write: Callable[[], object]) -> None:

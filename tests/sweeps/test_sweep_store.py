@@ -223,3 +223,69 @@ def test_every_journal_operation_is_written_by_one_driver_method_and_reaches_the
     assert steps_of(MlflowClient(default_uri(run_dir)), run.info.run_id, "actor/entropy") == [1, 2]
     files = [f.path for f in MlflowClient(default_uri(run_dir)).list_artifacts(run.info.run_id, "verdicts/val")]
     assert files == [verdicts_artifact("val", 2)]
+
+
+def test_the_writer_copies_ended_trials_in_segments_and_the_last_at_the_end(tmp_path, monkeypatch):
+    """The read copy (tracking_store/read_copy.py) as the driver writes it: a segment once COPY_EVERY trials have
+    ended, the rest when the sweep ends; the copy then holds every trial as the store does."""
+    import sweeps.tracking.writer as writer_module
+    from tracking_store.read_copy import open_copy
+    from tracking_store.roles import TRIAL, role_filter
+    from tracking_store.tables import RunRecord, local_artifact_dir
+
+    monkeypatch.setattr(writer_module, "COPY_EVERY", 2)
+    spec = load_spec(write_spec(tmp_path, "copy_unit", seeds=(0, 1, 2), variants=[{"algorithm": "grpo"}]))
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
+    journal = Journal(journal_path(run_dir / spec.name, default_uri(run_dir)))
+    by_id = {t.trial_id: t for t in spec.trials}
+    writer = TrackingWriter(journal, lambda: tracker, 60.0, print, trial_of=lambda tid, _: by_id[tid])
+    writer.start()
+    try:
+        for n, trial in enumerate(spec.trials):
+            writer.start_trial(trial.trial_id)
+            writer.log_steps(trial.trial_id, [(s, 1000.0 + s, {"val/avg/acc": n + s / 10}) for s in range(3)])
+        for trial in spec.trials[:2]:
+            writer.end_trial(trial.trial_id, "FINISHED")
+        assert writer.drain(30)
+    finally:
+        writer.close()
+    parent = lambda: RunRecord.of(tracker.client.get_run(tracker.parent_id))  # noqa: E731
+    folder = local_artifact_dir(parent().artifact_uri) / "read_copy"
+    assert len(list(folder.glob("seg-*.npz"))) == 1
+    view = open_copy(tracker.client, tracker.experiment_id, parent(), scratch=tmp_path)
+    third = tracker.children[spec.trials[2].trial_id]["run_id"]
+    assert len(view.copy.records) == 2 and third in view.live and len(view.runs) == 3  # it runs: read from the store
+    tracker.end_sweep("FINISHED")  # ends the third (KILLED) and writes the last segment
+    assert len(list(folder.glob("seg-*.npz"))) == 2
+    view = open_copy(tracker.client, tracker.experiment_id, parent(), scratch=tmp_path)
+    stored = sorted((RunRecord.of(r) for r in tracker.client.search_runs([tracker.experiment_id], role_filter(TRIAL))),
+                    key=lambda r: r.run_id)
+    assert view.live == set() and sorted(view.runs, key=lambda r: r.run_id) == stored
+    assert {r.status for r in view.runs} == {"FINISHED", "KILLED"}
+    history = view.copy.history([r.run_id for r in stored], ["val/avg/acc"])
+    assert len(history) == 9 and sorted(history["value"].round(6).tolist()) == sorted(
+        round(n + s / 10, 6) for n in range(3) for s in range(3))
+
+
+def test_an_evaluation_logged_after_the_sweep_reaches_the_read_copy(tmp_path):
+    from sweeps.tracking.eval_targets import log_eval, recopy_runs
+    from tracking_store.read_copy import open_copy
+    from tracking_store.tables import RunRecord
+
+    spec = load_spec(write_spec(tmp_path, "recopy_unit", seeds=(0,), variants=[{"algorithm": "grpo"}]))
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)
+    trial = spec.trials[0]
+    run_id = tracker.start_trial(trial)
+    tracker.log_result(trial.trial_id, 1, {"val/avg/acc": 0.25})
+    tracker.end_trial(trial.trial_id, "FINISHED")
+    tracker.end_sweep("FINISHED")
+    result = tmp_path / "result.json"
+    result.write_text("{}")
+    assert log_eval(tracker.client, run_id, 1, {"eval/gsm8k/avg_at_k": 0.5}, [result], "p1") == ["gsm8k"]
+    assert recopy_runs(tracker.client, [run_id]) == 1
+    view = open_copy(tracker.client, tracker.experiment_id, RunRecord.of(tracker.client.get_run(tracker.parent_id)),
+                     scratch=tmp_path)
+    assert view.copy.records[run_id].metrics["eval/gsm8k/avg_at_k"] == 0.5
+    assert view.copy.history([run_id], ["eval/gsm8k/avg_at_k"])["value"].tolist() == [0.5]
