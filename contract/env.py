@@ -107,6 +107,17 @@ MLFLOW_HTTP_BACKOFF = EnvVar("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", float, 2.0,
                              "Backoff between those retries: 1 unless set.", "MLflow")
 MLFLOW_HTTP_TIMEOUT = EnvVar("MLFLOW_HTTP_REQUEST_TIMEOUT", float, 120.0,
                              "Seconds an http store's request may take: 30 unless set.", "MLflow")
+MLFLOW_USERNAME = EnvVar("MLFLOW_TRACKING_USERNAME", str, None,
+                         "A server's basic-auth user, with MLFLOW_TRACKING_PASSWORD (also read by the read commands' "
+                         "own REST reads, tracking_store/rest_reads.py).", "MLflow")
+MLFLOW_PASSWORD = EnvVar("MLFLOW_TRACKING_PASSWORD", str, None, "That user's password (never printed).", "MLflow")
+MLFLOW_TOKEN = EnvVar("MLFLOW_TRACKING_TOKEN", str, None, "A bearer token for the server (never printed).", "MLflow")
+MLFLOW_INSECURE_TLS = EnvVar("MLFLOW_TRACKING_INSECURE_TLS", bool, False,
+                             "Skip TLS certificate checks of an https server.", "MLflow")
+MLFLOW_SERVER_CERT = EnvVar("MLFLOW_TRACKING_SERVER_CERT_PATH", str, None,
+                            "A CA bundle to check an https server's certificate with.", "MLflow")
+MLFLOW_CLIENT_CERT = EnvVar("MLFLOW_TRACKING_CLIENT_CERT_PATH", str, None,
+                            "A client certificate (PEM with its key) for an https server that asks for one.", "MLflow")
 MLFLOW_BACKEND_STORE = EnvVar("MLFLOW_BACKEND_STORE_URI", str, None,
                               "The store of the `mlflow server` that `sweep ui` starts: set to the sweep's store.",
                               "MLflow")

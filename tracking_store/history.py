@@ -62,6 +62,15 @@ def _rest_store(client):
     return store if isinstance(store, RestStore) else None
 
 
+def _bulk_call(client):
+    """(run_ids, key) -> every logged point of ``key`` for up to 100 runs in one call, or None where the store has
+    no such call: tracking_store/rest_reads.py's reader, or an MlflowClient of a server."""
+    if hasattr(client, "metric_history_bulk"):
+        return lambda run_ids, key: client.metric_history_bulk(run_ids, key, BULK_ROWS)
+    store = _rest_store(client)
+    return None if store is None else (lambda run_ids, key: _bulk_interval(store, run_ids, key))
+
+
 def _bulk_interval(store, run_ids: list[str], key: str) -> list:
     """Every logged (run_id, step, value, timestamp) of ``key`` for up to 100 runs in one REST call."""
     from mlflow.protos.service_pb2 import GetMetricHistoryBulkInterval
@@ -80,7 +89,7 @@ def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str
     keys = sorted({k for ks in run_keys.values() for k in ks})
     kcode = {k: i for i, k in enumerate(keys)}
     index = {rid: i for i, rid in enumerate(run_ids)}
-    store = _rest_store(client)
+    bulk_call = _bulk_call(client)
 
     def one(pair):
         i, rid, key = pair
@@ -90,13 +99,13 @@ def read_history_client(client, run_ids: list[str], run_keys: dict[str, list[str
     def bulk(job):
         key, chunk = job
         rows: dict[str, list] = {rid: [] for rid in chunk}
-        for m in sorted(_bulk_interval(store, chunk, key), key=lambda m: m.timestamp):  # log order: the last wins
+        for m in sorted(bulk_call(chunk, key), key=lambda m: m.timestamp):  # log order: the last wins
             rows[m.run_id].append((kcode[key], m.step, m.value))
         whole = [(index[rid], r) for rid, r in rows.items() if len(r) < BULK_ROWS]
         return whole, [(index[rid], rid, key) for rid, r in rows.items() if len(r) >= BULK_ROWS]
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        if store is None:  # no bulk call here: one call per (run, key)
+        if bulk_call is None:  # no bulk call here: one call per (run, key)
             got = list(pool.map(one, [(i, rid, k) for i, rid in enumerate(run_ids) for k in run_keys.get(rid, [])]))
         else:
             by_key: dict[str, list[str]] = {}

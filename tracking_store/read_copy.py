@@ -64,12 +64,13 @@ def complete_to(tags: dict[str, str]) -> int | None:
         return None
 
 
-def _search(client, exp_id: str, filter_string: str, deleted: bool = False) -> list:
-    from mlflow.entities import ViewType
+ACTIVE_ONLY, DELETED_ONLY = 1, 2  # MLflow's ViewType values (its enum: an import of MLflow)
 
+
+def _search(client, exp_id: str, filter_string: str, deleted: bool = False) -> list:
     runs, token = [], None
     while True:
-        page = client.search_runs([exp_id], filter_string, ViewType.DELETED_ONLY if deleted else ViewType.ACTIVE_ONLY,
+        page = client.search_runs([exp_id], filter_string, DELETED_ONLY if deleted else ACTIVE_ONLY,
                                   max_results=PAGE, page_token=token)
         runs.extend(page)
         token = page.token

@@ -22,7 +22,7 @@ import yaml
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
 from dashboards.model.report import ReportConfig
-from tracking_store.client import open_existing
+from tracking_store.rest_reads import open_reader
 from tracking_store.tables import local_artifact_dir
 
 RESOLVED_SPEC = "spec/resolved.yaml"  # artifact path on the sweep's parent run (for people)
@@ -101,7 +101,7 @@ def report_settings(found, spec_section: dict | None, table: dict, top: dict,
     recorded, complete, parent, notes = None, False, found.parent, []
     if parent is not None:
         local = local_artifact_dir(parent.artifact_uri)  # read in place, else through MLflow
-        client = None if local is not None else (found.client or open_existing(found.tracking_uri))
+        client = None if local is not None else (found.client or open_reader(found.tracking_uri))
         recorded, complete = recorded_report_section(recorded_spec(client, parent.run_id, parent.artifact_uri))
     if recorded is not None and not complete and spec_section is None:
         notes.append(f"sweep {found.sweep!r} was recorded with its spec's report: section only (not the benchmark "

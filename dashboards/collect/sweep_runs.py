@@ -33,7 +33,8 @@ import pandas as pd
 
 from contract.suggest import did_you_mean
 from dashboards.collect.sample_results import numeric_column
-from tracking_store.client import StoreMissing, open_existing
+from tracking_store.client import StoreMissing
+from tracking_store.rest_reads import open_reader
 from tracking_store.history import joined_history, read_history_client, read_history_sqlite
 from tracking_store.read_copy import CopyView, open_copy
 from tracking_store.roles import PARENT, PARENT_RUN_TAG, TRIAL, children_filter, role_filter
@@ -66,7 +67,7 @@ def _client(tracking_uri: str | None):
     """A client of an existing store (``resolve_uri``'s rule for None); ValueError naming a missing one."""
     uri = resolve_uri(tracking_uri)
     try:
-        return open_existing(uri), uri
+        return open_reader(uri), uri
     except StoreMissing as err:
         raise ValueError(str(err)) from None
 

@@ -199,7 +199,7 @@ def _rebuild(found, keys_for) -> None:
     from tracking_store.read_copy import rebuild_copy
     from tracking_store.roles import PARENT, role_filter
 
-    client = found.client or open_existing(found.tracking_uri)
+    client = open_existing(found.tracking_uri)  # it writes: MLflow's client
     parents = client.search_runs([found.experiment_id], role_filter(PARENT), max_results=1,
                                  order_by=["attributes.start_time ASC"])
     if not parents:

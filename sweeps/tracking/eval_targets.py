@@ -243,13 +243,13 @@ def recopy_runs(client, run_ids: list[str]) -> int:
     from dashboards.model.report import ReportConfig
     from dashboards.report.writer import history_keys
     from tracking_store.read_copy import append_segment
-    from tracking_store.roles import PARENT_RUN_TAG
+    from tracking_store.roles import PARENT_RUN_TAG, ROLE_TAG
 
     by_parent: dict[tuple[str, str], list[str]] = {}
     for run_id in dict.fromkeys(run_ids):
         run = client.get_run(run_id)
         parent_id = run.data.tags.get(PARENT_RUN_TAG)
-        if parent_id and run.data.tags.get("role") == TRIAL:
+        if parent_id and run.data.tags.get(ROLE_TAG) == TRIAL:
             by_parent.setdefault((run.info.experiment_id, parent_id), []).append(run_id)
     copied = 0
     for (exp_id, parent_id), ids in by_parent.items():

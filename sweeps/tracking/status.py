@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from contract.metrics import TRIAL_STEP, VAL_AVG
 from dashboards.collect.recorded_spec import recorded_spec
-from tracking_store.client import StoreMissing, open_existing, require_store, sweep_experiment
-from tracking_store.read_copy import open_copy
+from tracking_store.client import StoreMissing, require_store, sweep_experiment
+from tracking_store.rest_reads import open_reader
 from tracking_store.roles import PARENT, TRIAL, role_filter
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs, trial_runs
 from tracking_store.uri import sqlite_path, where
@@ -48,8 +48,10 @@ def recorded_trials(uri: str, sweep: str, read: str = "auto") -> tuple[dict[str,
             raise StoreMissing(f"no sweep {sweep!r} in {where(uri)}; known: {', '.join(experiment_names(db)) or 'none'}")
         runs, parents, client = read_runs(db, exp_id, role=TRIAL), read_runs(db, exp_id, role=PARENT, params=False), None
     else:
-        client = open_existing(uri)
+        client = open_reader(uri)
         exp_id = sweep_experiment(client, uri, sweep).experiment_id
+        from tracking_store.read_copy import open_copy  # numpy and pandas: not for a sqlite file's status
+
         parents = [RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(PARENT), max_results=1,
                                                                order_by=["attributes.start_time ASC"])]
         view = open_copy(client, exp_id, parents[0]) if parents and read != "direct" else None

@@ -75,3 +75,42 @@ def test_the_read_commands_say_through_the_copy_what_the_store_says(served):
     assert "read copy of 'copy_e2e' written anew: 6 ended trial runs" in rebuilt.stderr
     assert any(a.path.startswith("read_copy/full-") for a in client.list_artifacts(parent.info.run_id, "read_copy"))
     assert (cwd / "rebuilt" / "table.md").read_bytes() == (cwd / "direct" / "table.md").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_rest_reader_answers_as_mlflows_client(served, tmp_path):
+    from cluster_testlib import SECRET, free_port
+
+    from tracking_store.rest_reads import RestReader, ServerReadError
+
+    server, _ = served
+    client, reader = server.client(), RestReader(server.uri)  # the URI with credentials, as a user passes it
+    exp_id = reader.get_experiment_by_name(NAME).experiment_id
+    assert exp_id == client.get_experiment_by_name(NAME).experiment_id and reader.get_experiment_by_name("nope") is None
+    assert reader.get_experiment(exp_id).name == NAME
+    for view in (1, 3):
+        mine = sorted((RunRecord.of(r) for r in reader.search_runs([exp_id], "", view, max_results=3)), key=lambda r: r.run_id)
+        theirs = sorted((RunRecord.of(r) for r in client.search_runs([exp_id], "", view, max_results=3)), key=lambda r: r.run_id)
+        assert len(mine) == 3 and [r.run_id for r in mine] == [r.run_id for r in theirs]  # the same order, paged alike
+    page, runs = None, []
+    while page is None or page.token:
+        page = reader.search_runs([exp_id], role_filter(TRIAL), max_results=4, page_token=page.token if page else None)
+        runs += page
+    theirs = {r.info.run_id: r for r in client.search_runs([exp_id], role_filter(TRIAL))}
+    assert {r.info.run_id for r in runs} == set(theirs)
+    for run in runs:
+        assert RunRecord.of(run) == RunRecord.of(theirs[run.info.run_id])
+        assert run.info.end_time == theirs[run.info.run_id].info.end_time
+    rid = runs[0].info.run_id
+    assert [(m.step, m.value) for m in reader.get_metric_history(rid, "val/avg/acc")] == \
+        [(m.step, m.value) for m in client.get_metric_history(rid, "val/avg/acc")]
+    assert sorted((m.run_id, m.step) for m in reader.metric_history_bulk([r.info.run_id for r in runs], "val/avg/acc", 2500)) \
+        == sorted((r.info.run_id, m.step) for r in runs for m in client.get_metric_history(r.info.run_id, "val/avg/acc"))
+    parent = client.search_runs([exp_id], role_filter(PARENT))[0].info.run_id
+    assert [a.path for a in reader.list_artifacts(parent, "spec")] == [a.path for a in client.list_artifacts(parent, "spec")]
+    got = reader.download_artifacts(parent, "spec/resolved.json", str(tmp_path))
+    assert open(got).read() == open(client.download_artifacts(parent, "spec/resolved.json", str(tmp_path / "x"))).read()
+    with pytest.raises(ServerReadError, match="not reachable") as err:
+        RestReader(f"http://alice:{SECRET}@127.0.0.1:{free_port()}").search_runs([exp_id])
+    assert SECRET not in str(err.value)
