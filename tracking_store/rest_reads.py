@@ -110,11 +110,12 @@ class RestReader:
         self._artifact_uris: dict[str, str | None] = {}
 
     def _call(self, method: str, path: str, *, params: dict | None = None, body: dict | None = None,
-              missing_ok: bool = False, raw: bool = False):
+              missing_ok: bool = False, raw: bool = False, data: bytes | None = None):
         import requests
 
         try:
-            answer = self.session.request(method, self.base + path, params=params, json=body, timeout=self.timeout)
+            answer = self.session.request(method, self.base + path, params=params, json=body, data=data,
+                                          timeout=self.timeout)
         except requests.RequestException as err:
             raise ServerReadError(f"tracking server {mask_uri(self.base)} not reachable ({type(err).__name__}); is it "
                                   "running, and is --tracking-uri right?") from None

@@ -1,7 +1,7 @@
 """A run's files and tags written back to the store: in place for a sqlite store whose artifacts are local
-files, through MLflow for any other store.
+files, over REST for an `mlflow server` that proxies the run's artifacts, through MLflow for any other store.
 
-    writer = run_writer(uri, run_id)                     # InPlaceWriter or MlflowWriter, the same methods
+    writer = run_writer(uri, run_id)                     # InPlaceWriter, RestWriter or MlflowWriter: the same methods
     writer.log_files([(Path("report/table.md"), "report"), (Path("report/figures/a.png"), "report/figures")])
     spec_file = writer.tag("spec_file")                  # None when the run has no such tag
     writer.set_tag("mlflow.note.content", text)          # the run's description in the MLflow UI
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tracking_store.client import open_existing
 from tracking_store.tables import local_artifact_dir
-from tracking_store.uri import sqlite_path
+from tracking_store.uri import is_server, sqlite_path
 
 MAX_TAG_VALUE = 8000
 """MLflow cuts a run tag's value at this many characters (mlflow.utils.validation.MAX_TAG_VAL_LENGTH)."""
@@ -91,9 +91,46 @@ class MlflowWriter:
                                                     if math.isfinite(v)])
 
 
-def run_writer(uri: str, run_id: str) -> InPlaceWriter | MlflowWriter:
-    """In place where ``uri`` is a sqlite file holding the active run ``run_id`` with local artifacts, else
-    through MLflow (which names a missing store or run)."""
+class RestWriter:
+    """A run of an `mlflow server` whose artifacts the server proxies (``mlflow-artifacts:``): over its REST API
+    (tracking_store/rest_reads.py), without importing MLflow (3-6 s of a report's time)."""
+
+    def __init__(self, reader, run_id: str, proxied: str):
+        self.reader, self.run_id, self.proxied = reader, run_id, proxied
+
+    def log_files(self, files: list[tuple[Path, str]]) -> None:
+        from urllib.parse import quote
+
+        for path, artifact_path in files:
+            target = quote(f"{self.proxied}/{artifact_path}/{Path(path).name}".replace("//", "/"))
+            self.reader._call("PUT", f"/api/2.0/mlflow-artifacts/artifacts/{target}", data=Path(path).read_bytes(), raw=True)
+
+    def tag(self, key: str) -> str | None:
+        return self.reader.get_run(self.run_id).data.tags.get(key)
+
+    def set_tag(self, key: str, value: str) -> None:
+        self.reader._call("POST", "/api/2.0/mlflow/runs/set-tag",
+                          body={"run_id": self.run_id, "key": key, "value": str(value)[:MAX_TAG_VALUE]})
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        now = int(time.time() * 1000)
+        rows = [{"key": k, "value": float(v), "timestamp": now, "step": 0} for k, v in metrics.items() if math.isfinite(v)]
+        for i in range(0, len(rows), 1000):  # MLflow's log-batch limit
+            self.reader._call("POST", "/api/2.0/mlflow/runs/log-batch", body={"run_id": self.run_id, "metrics": rows[i:i + 1000]})
+
+
+def run_writer(uri: str, run_id: str) -> InPlaceWriter | RestWriter | MlflowWriter:
+    """In place where ``uri`` is a sqlite file holding the active run ``run_id`` with local artifacts; over REST
+    where it is an `mlflow server` that proxies the run's artifacts; else through MLflow (which names a missing
+    store or run)."""
+    if is_server(uri):
+        from tracking_store.rest_reads import RestReader
+
+        reader = RestReader(uri)
+        artifact_uri = reader.get_run(run_id).info.artifact_uri
+        if artifact_uri and artifact_uri.startswith("mlflow-artifacts:"):
+            return RestWriter(reader, run_id, reader._proxied(artifact_uri))
+        return MlflowWriter(uri, run_id)
     db = sqlite_path(uri)
     if db is not None and db.is_file():
         try:

@@ -67,10 +67,13 @@ def test_the_read_commands_say_through_the_copy_what_the_store_says(served):
                                                                         for r in stored}))
     # the commands as a user types them: through the copy, and --direct
     assert _read(server, cwd, "status", NAME).stdout == _read(server, cwd, "status", NAME, "--direct").stdout
-    _read(server, cwd, "report", NAME, "--out", "through", "--no-log")
+    _read(server, cwd, "report", NAME, "--out", "through")  # logged to the parent run, as by default
     _read(server, cwd, "report", NAME, "--out", "direct", "--no-log", "--direct")
     for name in ("table.md", "table.csv", "table.tex"):
         assert (cwd / "through" / name).read_bytes() == (cwd / "direct" / name).read_bytes(), name
+    logged = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert "report/table.md" in logged and "report/report.html" in logged
+    assert "table" in client.get_run(parent.info.run_id).data.tags.get("mlflow.note.content", "")
     rebuilt = _read(server, cwd, "report", NAME, "--out", "rebuilt", "--no-log", "--rebuild")
     assert "read copy of 'copy_e2e' written anew: 6 ended trial runs" in rebuilt.stderr
     assert any(a.path.startswith("read_copy/full-") for a in client.list_artifacts(parent.info.run_id, "read_copy"))
@@ -111,6 +114,19 @@ def test_the_rest_reader_answers_as_mlflows_client(served, tmp_path):
     assert [a.path for a in reader.list_artifacts(parent, "spec")] == [a.path for a in client.list_artifacts(parent, "spec")]
     got = reader.download_artifacts(parent, "spec/resolved.json", str(tmp_path))
     assert open(got).read() == open(client.download_artifacts(parent, "spec/resolved.json", str(tmp_path / "x"))).read()
+    # the report's writes to the parent run, over REST: what MLflow's client reads back
+    from tracking_store.run_files import RestWriter, run_writer
+
+    writer = run_writer(server.uri, parent)
+    assert isinstance(writer, RestWriter)
+    (tmp_path / "t.md").write_text("| a |\n")
+    writer.log_files([(tmp_path / "t.md", "report/x")])
+    writer.set_tag("note", "y" * 9000)
+    writer.log_metrics({"curves/A": 0.25, "bad": float("nan")})
+    assert [a.path for a in client.list_artifacts(parent, "report/x")] == ["report/x/t.md"]
+    data = client.get_run(parent).data
+    assert data.tags["note"] == "y" * 8000 and writer.tag("note") == "y" * 8000
+    assert data.metrics["curves/A"] == 0.25 and "bad" not in data.metrics
     with pytest.raises(ServerReadError, match="not reachable") as err:
         RestReader(f"http://alice:{SECRET}@127.0.0.1:{free_port()}").search_runs([exp_id])
     assert SECRET not in str(err.value)
