@@ -16,7 +16,9 @@ Then, N runs each, median and spread, and each command's peak RSS:
   sweep status|report NAME --tracking-uri http://...            the read copy, the rest from the server
   sweep status|report NAME --run-dir SQLITE_DIR                 the sqlite file's tables
 
-and the three reports' table.md compared. Only what the read commands read is copied: experiments, runs,
+(each report logged to the parent run, as by default), with --peer DIR another checkout's commands on the
+server beside them (`git worktree add DIR COMMIT`: the code before the read copy), and the reports' table.md
+compared. Only what the read commands read is copied: experiments, runs,
 tags, params, metrics and latest metrics. Everything is written under --out (removed at the end unless
 --keep); the servers end by pid.
 """
@@ -24,6 +26,7 @@ tags, params, metrics and latest metrics. Everything is written under --out (rem
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sqlite3
 import statistics
@@ -82,16 +85,18 @@ starts its count at the RSS of the process it was forked from, so the command is
 process, not by the benchmark's (a few hundred MB of pandas and MLflow)."""
 
 
-def timed(args: list[str], cwd: Path, runs: int) -> tuple[float, float, float, float]:
-    """(median, min, max) wall seconds of ``runs`` runs of the CLI command ``args``, and its peak RSS in MB
-    (the most of any run)."""
+def timed(args: list[str], cwd: Path, runs: int, code: Path = REPO) -> tuple[float, float, float, float]:
+    """(median, min, max) wall seconds of ``runs`` runs of the CLI command ``args`` (of the checkout ``code``), and
+    its peak RSS in MB (the most of any run)."""
     times, peak = [], 0.0
+    env = {**os.environ, "PYTHONPATH": str(code)}
     for _ in range(runs):
         with tempfile.TemporaryDirectory(dir=cwd) as tmp:
             rss = Path(tmp).resolve() / "rss"
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", RSS_LAUNCHER, str(rss), sys.executable, "-m", "sweeps.cli",
-                                   *args], cwd=cwd, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+                                   *args], cwd=cwd, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL,
+                                  env=env)
             times.append(time.perf_counter() - t0)
             if done.returncode != 0:
                 raise RuntimeError(f"sweep {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -146,6 +151,7 @@ def serve_parent_artifacts(db: Path, name: str, db_uri: str, destination: Path) 
 READS = (("server, every run from the store (`--direct`)", "server", ["--direct"]),
          ("server, through the read copy", "server", []),
          ("sqlite file", "sqlite", []))
+"""(column, store, options); with --peer a first column: that checkout's commands on the server, as they were."""
 
 
 def main() -> None:
@@ -157,6 +163,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="A synthetic 24-trial store instead, one run each.")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "server_reads", help="Scratch folder.")
     parser.add_argument("--keep", action="store_true", help="Keep --out.")
+    parser.add_argument("--peer", type=Path, default=None,
+                        help="A checkout of other code (git worktree add DIR COMMIT) whose commands are timed on the "
+                             "server too, in a first column.")
     ns = parser.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     if ns.smoke:
@@ -179,25 +188,30 @@ def main() -> None:
             serve_parent_artifacts(db, name, db_uri, ns.out / "server-artifacts")
             print(f"copied in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{t} {n:,}" for t, n in counts.items()),
                   flush=True)
-            figures = {}
+            figures, reads = {}, list(READS)
+            if ns.peer is not None:
+                peer = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ns.peer, capture_output=True,
+                                      text=True).stdout.strip()
+                reads.insert(0, (f"server, commit {peer or ns.peer}", "peer", []))
             for command in ("status", "report"):
-                for i, (label, where, extra) in enumerate(READS):
-                    place = ["--tracking-uri", uri] if where == "server" else ["--run-dir", str(store)]
-                    out = ["--out", str(ns.out / f"report-{i}"), "--no-log"] if command == "report" else []
-                    figures[command, i] = timed([command, name, *place, *extra, *out], ns.out, runs)
+                for i, (label, where, extra) in enumerate(reads):
+                    place = ["--tracking-uri", uri] if where in ("server", "peer") else ["--run-dir", str(store)]
+                    out = ["--out", str(ns.out / f"report-{i}")] if command == "report" else []
+                    figures[command, i] = timed([command, name, *place, *extra, *out], ns.out, runs,
+                                                ns.peer.resolve() if where == "peer" else REPO)
                     print(f"sweep {command}, {label}: median {figures[command, i][0]:.1f} s", flush=True)
-            tables = [(ns.out / f"report-{i}" / "table.md").read_text(encoding="utf-8") for i in range(len(READS))]
+            tables = [(ns.out / f"report-{i}" / "table.md").read_text(encoding="utf-8") for i in range(len(reads))]
     finally:
         if not ns.keep:
             shutil.rmtree(ns.out, ignore_errors=True)
     print(f"\n## {name}: read commands, {runs} run(s) each (median, min-max; peak RSS)\n")
-    print("| command | " + " | ".join(label for label, _, _ in READS) + " |\n|---|" + "---|" * len(READS))
+    print("| command | " + " | ".join(label for label, _, _ in reads) + " |\n|---|" + "---|" * len(reads))
     for command in ("status", "report"):
         cells = [f"{m:.1f} s ({lo:.1f}-{hi:.1f}); {rss:.0f} MB"
-                 for m, lo, hi, rss in (figures[command, i] for i in range(len(READS)))]
+                 for m, lo, hi, rss in (figures[command, i] for i in range(len(reads)))]
         print(f"| `sweep {command}` | " + " | ".join(cells) + " |")
     same = all(t == tables[0] for t in tables)
-    print(f"\nthe report's table.md the same from all three reads: {'yes' if same else 'NO'}")
+    print(f"\nthe report's table.md the same from all {len(reads)} reads: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

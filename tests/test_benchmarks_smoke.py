@@ -53,7 +53,7 @@ def test_server_reads_smoke_reads_a_server_both_ways_and_the_sqlite_file_to_the_
     assert "read copy written (sweep report --rebuild on the sqlite file)" in out
     rows = [line for line in out.splitlines() if line.startswith(("| `sweep status`", "| `sweep report`"))]
     assert len(rows) == 2 and all(row.count(" MB") == 3 for row in rows)  # the server read both ways, the sqlite file
-    assert "the report's table.md the same from all three reads: yes" in out
+    assert "the report's table.md the same from all 3 reads: yes" in out
     assert not (tmp_path / "reads").exists()
 
 
