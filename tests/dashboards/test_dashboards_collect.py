@@ -156,18 +156,34 @@ def known_server(known_store):
 
 
 def test_a_server_store_is_read_in_bulk_calls_and_matches_the_database(known_server, known_data, monkeypatch):
+    """Through the read commands' REST reader (tracking_store/rest_reads.py) and through MLflow's client alike."""
+    from mlflow.tracking import MlflowClient
+
     import tracking_store.history as history_module
+    from tracking_store.rest_reads import RestReader
 
-    calls = {"bulk": 0, "one": 0}
-    bulk = history_module._bulk_interval
+    calls = {"bulk": 0, "mlflow": 0}
+    bulk, mlflow_bulk = RestReader.metric_history_bulk, history_module._bulk_interval
 
-    def counted_bulk(client, run_ids, key):
+    def counted_bulk(self, run_ids, key, max_results):
         calls["bulk"] += 1
-        return bulk(client, run_ids, key)
-    monkeypatch.setattr(history_module, "_bulk_interval", counted_bulk)
+        return bulk(self, run_ids, key, max_results)
+
+    def counted_mlflow_bulk(store, run_ids, key):
+        calls["mlflow"] += 1
+        return mlflow_bulk(store, run_ids, key)
+    monkeypatch.setattr(RestReader, "metric_history_bulk", counted_bulk)
+    monkeypatch.setattr(history_module, "_bulk_interval", counted_mlflow_bulk)
     served = collect(known_data.sweep, tracking_uri=known_server, workers=4)
     pd.testing.assert_frame_equal(_sorted(served.history), _sorted(known_data.history), check_dtype=False)
-    assert calls["bulk"] == served.history["key"].nunique()  # 16 runs: one call per key
+    assert calls["bulk"] == served.history["key"].nunique() and calls["mlflow"] == 0  # 16 runs: one call per key
+    run_ids = served.trials["run_id"].tolist()
+    keys = sorted(served.history["key"].unique())
+    by_mlflow = history_module.read_history_client(MlflowClient(known_server), run_ids, {r: keys for r in run_ids})
+    assert calls["mlflow"] == len(keys)
+    plain = lambda df: df[["run_id", "key", "step", "value"]].astype({"run_id": str, "key": str}).sort_values(  # noqa: E731
+        ["run_id", "key", "step"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(plain(by_mlflow), plain(served.history), check_dtype=False)
     # a run with as many rows as a bulk call returns may have been sampled: read whole, one call per (run, key)
     monkeypatch.setattr(history_module, "BULK_ROWS", 3)
     capped = collect(known_data.sweep, tracking_uri=known_server, workers=4)
