@@ -270,15 +270,19 @@ class TrackingWriter(threading.Thread):
                 break
             self.retrying(lambda: self._apply(tracker, ops))
             self.journal.commit(ops, end)
+            self._copy_when_due(tracker)  # here too: a writer behind the trials may not catch up for long
         self.retrying(tracker.flush)
-        if self.ended >= COPY_EVERY or (self.ended and time.monotonic() - self.first_ended > COPY_AFTER_S):
-            self.retrying(tracker.write_copy)
-            self.ended = 0
+        self._copy_when_due(tracker)
         if time.monotonic() - self.last_heartbeat > LEASE_HEARTBEAT_S:
             self.retrying(tracker.lease.heartbeat)
             self.last_heartbeat = time.monotonic()
         if not self.journal.pending():
             self.idle.set()
+
+    def _copy_when_due(self, tracker) -> None:
+        if self.ended >= COPY_EVERY or (self.ended and time.monotonic() - self.first_ended > COPY_AFTER_S):
+            self.retrying(tracker.write_copy)
+            self.ended = 0
 
     def _apply(self, tracker, ops: list[dict]) -> None:
         for op in ops:
