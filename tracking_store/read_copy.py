@@ -140,8 +140,7 @@ def append_segment(client, uri: str, exp_id: str, parent_id: str, keys_for: Call
     if not records and run_ids is not None:
         return 0
     keys = sorted(keys_for({k for r in records for k in r.metrics}))
-    history = read_histories(client, uri, records, keys) if records else pd.DataFrame(
-        {"run_id": [], "key": [], "step": [], "value": []})
+    history = read_histories(client, uri, records, keys)  # none: an empty frame
     if records or since is None:
         write_segment(client, parent_id, records, end_times, keys, history,
                       complete_to_ms=None if run_ids is not None else began, scratch=scratch)
@@ -157,8 +156,7 @@ def rebuild_copy(client, uri: str, exp_id: str, parent_id: str, keys_for: Callab
     began = _now_ms() - skew_ms
     records, end_times = ended_trial_runs(client, exp_id)
     keys = sorted(keys_for({k for r in records for k in r.metrics}))
-    history = read_histories(client, uri, records, keys) if records else pd.DataFrame(
-        {"run_id": [], "key": [], "step": [], "value": []})
+    history = read_histories(client, uri, records, keys)  # none: an empty frame
     write_segment(client, parent_id, records, end_times, keys, history, complete_to_ms=began, scratch=scratch,
                   full=True)
     return len(records)
