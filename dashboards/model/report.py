@@ -60,6 +60,9 @@ class CurvesConfig:
     """"base": R0 fixed at the curve's value at compute 0 (the base policy's score); "fit": fitted."""
     alpha: float = 0.05
     """1 - the intervals' level; the comparisons' level after Holm's correction."""
+    seed_fits: int = 20
+    """Fit each seed's curve alone (report/curves_seeds.csv) for a method of at most this many seeds; a method
+    with more gets one row saying so (a fit costs the report tens of ms a seed). 0: no seed's own fit."""
 
     def validate(self, where: str = "report.compute_curves") -> "CurvesConfig":
         if not isinstance(self.enabled, bool):
@@ -77,6 +80,8 @@ class CurvesConfig:
             raise ValueError(f"{where}.r0: must be 'base' (the curve's value at compute 0) or 'fit', got {self.r0!r}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha < 0.5:
             raise ValueError(f"{where}.alpha: must be in (0, 0.5), got {self.alpha!r}")
+        if isinstance(self.seed_fits, bool) or not isinstance(self.seed_fits, int) or self.seed_fits < 0:
+            raise ValueError(f"{where}.seed_fits: must be a whole number of seeds >= 0, got {self.seed_fits!r}")
         return self
 
 

@@ -60,10 +60,12 @@ class MethodCurves:
     method: str
     fit: Fit
     seed_fits: dict = field(default_factory=dict)
-    """{seed: Fit} of each seed's curve alone."""
+    """{seed: Fit} of each seed's curve alone (none when the method has more seeds than CurvesConfig.seed_fits)."""
     extrapolation: Extrapolation | None = None
     note: str = ""
     n_seeds: int = 0
+    seed_fits_skipped: str = ""
+    """Why there are no seed fits, in words (empty when there are)."""
 
 
 @dataclass
@@ -168,9 +170,15 @@ def fit_method(model: str, method: str, group: pd.DataFrame, config: CurvesConfi
     curves = _curves(group)
     r0 = _r0(curves, config, r0)
     pooled = fit_curve([(x, y) for _, x, y in curves], r0=r0, fit_from=config.fit_from, alpha=config.alpha)
-    seeds = {seed: fit_curve([(x, y)], r0=r0, fit_from=config.fit_from, alpha=config.alpha) for seed, x, y in curves}
+    seeds, skipped = {}, ""
+    if len(curves) == 1:
+        seeds = {curves[0][0]: pooled}  # one seed: its own fit is the pooled fit (the same points)
+    elif len(curves) <= config.seed_fits:
+        seeds = {seed: fit_curve([(x, y)], r0=r0, fit_from=config.fit_from, alpha=config.alpha) for seed, x, y in curves}
+    else:
+        skipped = f"{len(curves)} seeds, more than report.compute_curves.seed_fits ({config.seed_fits}): no seed's own fit"
     return MethodCurves(model, method, pooled, seeds, extrapolation_check(curves, r0, config),
-                        decline_note(curves, pooled, config.alpha), n_seeds=len(curves))
+                        decline_note(curves, pooled, config.alpha), n_seeds=len(curves), seed_fits_skipped=skipped)
 
 
 def compare(m: MethodCurves, b: MethodCurves, parameter: str, alpha: float) -> Comparison | None:

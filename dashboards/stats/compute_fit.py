@@ -196,13 +196,17 @@ def fit_curve(curves: list[tuple], *, r0: float | None = None, fit_from: float =
     def residuals(theta):
         return _model(x, theta, r0_fixed, r0) - y
 
+    def residuals_jacobian(theta):
+        return _jacobian(x, theta, r0_fixed, r0 if r0_fixed else 0.0)
+
     starts = [np.clip(t if r0_fixed else np.append(t, r0_guess), np.array(lower) + 1e-6, np.array(upper) - 1e-6)
               for t in _starts(x_all_max, y, r0_guess)]
     starts.sort(key=lambda t: float(np.sum(residuals(t) ** 2)))  # refine the REFINED best of a coarse grid
     best = None
     for theta0 in starts[:REFINED]:
         try:
-            out = least_squares(residuals, theta0, bounds=(lower, upper), method="trf", x_scale="jac", max_nfev=2000)
+            out = least_squares(residuals, theta0, jac=residuals_jacobian, bounds=(lower, upper), method="trf",
+                                x_scale="jac", max_nfev=2000)
         except (ValueError, FloatingPointError):
             continue
         if out.status > 0 and np.all(np.isfinite(out.x)) and (best is None or out.cost < best.cost):

@@ -174,11 +174,14 @@ def curves_csv(study: StudyCurves, *, scale: float = 100.0) -> str:
 
 
 def seeds_csv(study: StudyCurves, *, scale: float = 100.0) -> str:
-    """Each seed's own fit: one row per model, method and seed."""
+    """Each seed's own fit: one row per model, method and seed (one row per method whose seeds were not fitted:
+    fit "not fitted", the reason)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, SEED_COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()
     for m in study.methods:
+        if m.seed_fits_skipped:
+            writer.writerow({"model": m.model, "method": m.method, "fit": "not fitted", "reason": m.seed_fits_skipped})
         for seed, fit in m.seed_fits.items():
             writer.writerow({"model": m.model, "method": m.method, "seed": seed, "reason": fit.reason,
                              **_fit_values(fit, scale)})

@@ -62,7 +62,8 @@ class FitOptions:
             raise fail(f"error: --fit-from: expected a share of the compute in [0, 1), got {self.fit_from:g}")
         if not 0 < self.extrapolate < 1:
             raise fail(f"error: --extrapolate: expected a share of the compute in [0, 1) above 0, got {self.extrapolate:g}")
-        return CurvesConfig(fit_from=self.fit_from, extrapolate=self.extrapolate, r0=self.r0)
+        # seed_fits=0: this command writes no seed's own fit (the report's curves_seeds.csv), so none is fitted
+        return CurvesConfig(fit_from=self.fit_from, extrapolate=self.extrapolate, r0=self.r0, seed_fits=0)
 
 
 @grouped

@@ -143,3 +143,37 @@ def test_the_calibration_benchmark_smoke_prints_every_case_and_draws(tmp_path):
     for case in ("default study (3 seeds, 11 evals)", "not bent (C_mid 400)", "one method with 3x the seed spread"):
         assert case in out.stdout, out.stdout
     assert "identified" in out.stdout and figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_seed_fits_up_to_the_cap_one_seed_reuses_the_pooled_fit_and_more_seeds_say_why():
+    from dashboards.tables.compute import seeds_csv
+    import csv
+    import io
+
+    frame = simulate({"GRPO": (0.35, 0.8, 11.0)}, DEFAULT_STUDY.with_(seeds=4), rng=np.random.default_rng(3))
+    one = frame[frame["seed"] == frame["seed"].min()]
+    capped = fit_study(frame, CurvesConfig(seed_fits=3)).methods[0]
+    assert capped.seed_fits == {} and "4 seeds, more than report.compute_curves.seed_fits (3)" in capped.seed_fits_skipped
+    rows = list(csv.DictReader(io.StringIO(seeds_csv(fit_study(frame, CurvesConfig(seed_fits=3))))))
+    assert [(r["method"], r["seed"], r["fit"]) for r in rows] == [("GRPO", "", "not fitted")]
+    full = fit_study(frame, CurvesConfig(seed_fits=4)).methods[0]
+    assert len(full.seed_fits) == 4 and not full.seed_fits_skipped
+    alone = fit_study(one, CurvesConfig(seed_fits=0)).methods[0]
+    assert list(alone.seed_fits.values()) == [alone.fit]  # one seed: its fit is the pooled fit, not fitted twice
+    with pytest.raises(ValueError, match="report.compute_curves.seed_fits: must be a whole number"):
+        CurvesConfig(seed_fits=-1).validate()
+
+
+def test_the_optimizer_with_the_analytic_jacobian_reaches_the_finite_difference_optimum():
+    from scipy.optimize import least_squares
+
+    frame = simulate({"GRPO": (0.35, 0.8, 11.0)}, DEFAULT_STUDY.with_(seeds=3), rng=np.random.default_rng(5))
+    curves = [(g["x"].to_numpy(float), g["value"].to_numpy(float)) for _, g in frame.groupby("seed")]
+    fit = fit_curve(curves, r0=None)
+    x = np.concatenate([c[0] for c in curves])
+    y = np.concatenate([c[1] for c in curves])
+    theta = np.array([fit.params["A"], math.log(fit.params["B"]), math.log(fit.params["C_mid"]), fit.params["R0"]])
+    numeric = least_squares(lambda t: sigmoid(x, t[0], math.exp(t[1]), math.exp(t[2]), t[3]) - y, theta,
+                            method="trf", x_scale="jac")  # from the fit's optimum, with numerical derivatives
+    assert fit.status == OK
+    np.testing.assert_allclose(numeric.x, theta, rtol=1e-4, atol=1e-6)

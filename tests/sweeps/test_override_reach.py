@@ -125,7 +125,7 @@ SPEC_VALUES = {  # a spec key: (a valid different value, a value of the wrong ty
     "stall_timeout_s": (60.0, "abc"), "max_trials": (2, "abc"),  # 2: fewer than the grid's trials
     "scheduler.grace_period": (10, "abc"), "scheduler.mode": ("min", [1]), "scheduler.metric": ("actor/entropy", [1]),
     "report.table.select_by": ("actor/entropy", [1]), "report.table.at": ("best", [1]),
-    "report.curves": (["val/avg/acc"], 3), "stop": ([], "abc"),
+    "report.curves": (["val/avg/acc"], 3), "report.compute_curves.seed_fits": (3, "abc"), "stop": ([], "abc"),
     "defaults": ([{"trainer": "local_tiny"}, {"model": "qwen3_0.6b_local"}, {"data": "arith"}], "abc"),
     "variants": ([{"algorithm": "grpo"}], "abc"), "base": ({"trainer": {"lr": 0.5}}, "abc"),
     "search": ({"method": "optuna"}, "abc"), "eval": ({"benchmarks": ["x"]}, "abc"),
