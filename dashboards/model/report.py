@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from contract.metrics import COMPUTE_AXES, ENTROPY, RESPONSE_LENGTH_MEAN, VAL_AVG
+from contract.metrics import (CLIP_FRACTION, CLIP_FRACTIONS, COMPUTE_AXES, ENTROPY, EVAL, GATE_WEIGHT, RESPONSE_LENGTH_MEAN,
+                              SELECT, VAL, VAL_AVG)
 from contract.suggest import did_you_mean
 from dashboards.model.table import TableConfig
 
@@ -148,3 +149,21 @@ class ReportConfig:
         table = _section(d.pop("table", None), TableConfig, "report.table")
         curves = _section(d.pop("compute_curves", None), CurvesConfig, "report.compute_curves")
         return cls(table=table, compute_curves=curves, **d).validate()
+
+
+MECHANISMS = {"clip_fraction": CLIP_FRACTION, "gate_weight": GATE_WEIGHT}
+"""Per-step metrics that say whether a configuration's clip range or temperature acts at all (the grid section)."""
+EVALUATION_PREFIXES = (VAL, SELECT, EVAL)
+"""Keys logged at evaluations: a report reads all of them, whatever its settings."""
+
+
+def history_keys(cfg: ReportConfig, logged: set[str]) -> list[str]:
+    """The logged keys whose histories ``cfg``'s report uses: the evaluation keys (tables, selection, base
+    row, grid), the curves, the clip fractions, the select-by key, the grid's mechanism keys and the compute
+    curves' metric and axis. The per-step training keys it does not draw are left unread (2,000 trials x 200
+    steps: ~4 M rows fewer); the driver's read copy holds these keys' histories."""
+    wanted = {*cfg.curves, *(CLIP_FRACTIONS if cfg.clipfrac else ()), cfg.table.select_by, *MECHANISMS.values(),
+              cfg.compute_curves.metric, COMPUTE_AXES[cfg.compute_curves.x]}
+    head, _, tail = cfg.table.metric.partition("{benchmark}")  # the table's metric, any benchmark
+    return sorted(k for k in logged if k.startswith(EVALUATION_PREFIXES) or k in wanted
+                  or (k.startswith(head) and k.endswith(tail) and len(k) > len(head) + len(tail)))

@@ -30,7 +30,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from contract.metrics import COMPUTE_AXES, EVAL, SELECT, VAL
 from dashboards.figures import training_curves as cv
 from dashboards.report.aggregates_section import (
                                                   aggregates_html, aggregates_markdown, plotly_aggregates, study_aggregates, aggregate_draws,
@@ -38,9 +37,8 @@ from dashboards.report.aggregates_section import (
 from dashboards.collect.sweep_runs import SweepData, collect, find_runs
 from dashboards.report.compute_section import compute_section
 from dashboards.report.grid_section import grid_section
-from dashboards.stats.grid_stats import MECHANISMS
 from dashboards.model.report import (  # noqa: F401  (the spec's report: section, re-exported)
-    DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig,
+    DEFAULT_CURVES, DEFAULT_EMA_ALPHA, FORMATS, ReportConfig, history_keys,
 )
 from dashboards.figures.static import draw_in_background, save_figures, static_draws
 from dashboards.tables.from_sweep import failed_trials, table_from_sweep, with_declared_benchmarks
@@ -55,21 +53,6 @@ def _fig_html(fig: go.Figure, div_id: str) -> str:
     h = int(fig.layout.height or 450)
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, default_height=f"{h}px",
                        config={"displaylogo": False, "responsive": True})
-
-
-EVALUATION_PREFIXES = (VAL, SELECT, EVAL)
-"""Keys logged at evaluations: a report reads all of them, whatever its settings."""
-
-
-def history_keys(cfg: ReportConfig, logged: set[str]) -> list[str]:
-    """The logged keys whose histories ``cfg``'s report uses: the evaluation keys (tables, selection, base
-    row, grid), the curves, the clip fractions, the select-by key and the grid's mechanism keys. The
-    per-step training keys it does not draw are left unread (2,000 trials x 200 steps: ~4 M rows fewer)."""
-    wanted = {*cfg.curves, *(cv.CLIP_KEYS if cfg.clipfrac else ()), cfg.table.select_by, *MECHANISMS.values(),
-              cfg.compute_curves.metric, COMPUTE_AXES[cfg.compute_curves.x]}
-    head, _, tail = cfg.table.metric.partition("{benchmark}")  # the table's metric, any benchmark
-    return sorted(k for k in logged if k.startswith(EVALUATION_PREFIXES) or k in wanted
-                  or (k.startswith(head) and k.endswith(tail) and len(k) > len(head) + len(tail)))
 
 
 def figure_specs(history, cfg: ReportConfig, model: str | None = None) -> list[cv.FigureSpec]:

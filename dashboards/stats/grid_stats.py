@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from contract.metrics import CLIP_FRACTION, GATE_WEIGHT
 from dashboards.collect.sweep_results import results_from_history
+from dashboards.model.report import MECHANISMS
 from dashboards.model.table import TableConfig
 
 KEYS = ["model", "method", "config"]
@@ -45,10 +45,6 @@ def grid_frame(history: pd.DataFrame, cfg: TableConfig) -> pd.DataFrame:
         reported, on=KEYS + ["seed"], how="inner")
     frame["split"] = split
     return frame.merge(mechanisms(history), on=KEYS + ["seed"], how="left")
-
-
-MECHANISMS = {"clip_fraction": CLIP_FRACTION, "gate_weight": GATE_WEIGHT}
-"""Per-step metrics that say whether a configuration's clip range or temperature acts at all."""
 
 
 def mechanisms(history: pd.DataFrame) -> pd.DataFrame:

@@ -168,7 +168,8 @@ def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: Tab
     from contract.run_layout import RunLayout
     from dashboards.collect.sweep_runs import collect, find_runs
     from dashboards.collect.recorded_spec import report_settings
-    from dashboards.report.writer import history_keys, write_report
+    from dashboards.model.report import history_keys
+    from dashboards.report.writer import write_report
     from tracking_store.uri import resolve_uri, sqlite_path
 
     spec_section, sweep_name = _spec_section(spec, sweep_name, parent_run_id)

@@ -336,7 +336,7 @@ def test_report_reads_only_the_keys_it_shows_and_is_unchanged(known_store, known
     """history_keys leaves the per-step keys the report does not draw unread; the table and the drawn curves
     are the same as from every key."""
     from dashboards.collect.sweep_runs import collect, find_runs
-    from dashboards.report.writer import history_keys
+    from dashboards.model.report import history_keys
 
     cfg = ReportConfig(curves=[ENTROPY, VAL_AVG], clipfrac=False, formats=["md", "csv"])
     found = find_runs(known_store.sweep, tracking_uri=known_store.uri)
@@ -352,3 +352,15 @@ def test_report_reads_only_the_keys_it_shows_and_is_unchanged(known_store, known
     for key in keys:
         pick = lambda d: d.history[d.history["key"] == key].sort_values(["run_id", "step"])["value"].to_numpy()  # noqa: E731
         np.testing.assert_array_equal(pick(lean), pick(known_data))
+
+
+def test_the_report_keys_are_known_without_plotly_or_pandas():
+    """The driver asks history_keys for the read copy's keys: that import stays light (a --no-report sweep)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dashboards.model.report import ReportConfig, history_keys; "
+            "keys = history_keys(ReportConfig(), {'val/avg/acc', 'actor/entropy', 'timing/step_s'}); "
+            "print(keys, sorted(m for m in ('plotly', 'pandas', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['actor/entropy', 'val/avg/acc'] []"
