@@ -240,8 +240,7 @@ def recopy_runs(client, run_ids: list[str]) -> int:
     (tracking_store/read_copy.py: a run changed after it ended), with the histories the sweep's recorded report
     reads; a sweep without a copy is left alone. Returns the number of runs copied."""
     from dashboards.collect.recorded_spec import recorded_report_section, recorded_spec
-    from dashboards.model.report import ReportConfig
-    from dashboards.model.report import history_keys
+    from dashboards.model.report import ReportConfig, history_keys
     from tracking_store.read_copy import append_segment
     from tracking_store.roles import PARENT_RUN_TAG, ROLE_TAG
 

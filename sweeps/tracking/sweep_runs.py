@@ -247,8 +247,7 @@ class SweepTracker:
         with the histories the spec's report reads; the number of runs written. ``final``: the driver's last
         segment (it ends every run of the sweep itself: no clock margin). The copy is derived from the store: a
         store that refuses it (not an outage) ends nothing, it is said and the read commands read the store."""
-        from dashboards.model.report import ReportConfig
-        from dashboards.model.report import history_keys
+        from dashboards.model.report import ReportConfig, history_keys
         from tracking_store.read_copy import SKEW_MS, append_segment
 
         cfg = ReportConfig.from_dict(self.spec.report)
