@@ -23,7 +23,8 @@ both registries (``_ROLLOUT_REGISTRY[("zoo_hf", "async")]`` and ``RolloutReplica
                        returns the response ids (EOS included when generated) and, when asked
                        (``rollout.calculate_log_probs``), each token's log-prob
                        ``log_softmax(logits / T)`` (raw logits at T = 0): the distribution verl's
-                       actor scores with, before top-k/top-p truncation.
+                       actor scores with, before top-k/top-p truncation, gathered step by step
+                       (StepLogProbs: one step's logits in memory, not the whole response's).
     ZooHFServerAdapter the BaseRollout in the actor worker: ``update_weights`` materialises the
                        full tensors on every rank (the FSDP all-gather is collective) and rank 0
                        of the replica sends them to its server through Ray's object store.
@@ -40,6 +41,7 @@ from typing import Any, Optional
 
 import ray
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
 from verl.plugin.platform.platform_manager import get_platform
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.device import get_visible_devices_keyword
@@ -70,6 +72,38 @@ def _server_device(device: str, visible_devices: Optional[str]) -> torch.device:
 
 def server_name(replica_rank: int) -> str:
     return f"zoo_hf_server_{ray.get_runtime_context().get_job_id()}_{replica_rank}"
+
+
+class StepLogProbs(StoppingCriteria):
+    """Each generated token's ``log_softmax(logits / T)`` from the raw logits (before top-k/top-p),
+    computed while ``generate`` runs, with one step's logits held at a time: a forward hook on the
+    model keeps the last position's logits (what ``output_logits`` would return), and this
+    stopping criterion, called after each token is appended, gathers that token's log-prob (it
+    never stops anything). ``output_logits=True`` would keep every step's ``[B, V]`` float32 logits
+    to the end: 64 responses x 512 tokens x Qwen3's 151,936-token vocabulary is 20 GB, and as much
+    again to stack them. ``result()``: ``[B, T]``; ``close()`` removes the hook."""
+
+    def __init__(self, model, temperature: float):
+        self.temperature = temperature
+        self.last: Optional[torch.Tensor] = None
+        self.steps: list[torch.Tensor] = []
+        self.handle = model.register_forward_hook(self._keep_last_logits)
+
+    def _keep_last_logits(self, module, args, output) -> None:
+        # a copy: a view would keep the prefill's whole [B, P, V] logits alive
+        self.last = output.logits[:, -1, :].to(dtype=torch.float32, copy=True)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
+        logps = torch.log_softmax(self.last / self.temperature, dim=-1)
+        self.steps.append(logps.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        self.last = None
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    def result(self) -> torch.Tensor:
+        return torch.stack(self.steps, dim=1)
+
+    def close(self) -> None:
+        self.handle.remove()
 
 
 class ZooHFServer:
@@ -175,15 +209,16 @@ class ZooHFServer:
             temperature=temperature if sample else 1.0, top_p=top_p if sample else 1.0,
             top_k=top_k if sample and top_k > 0 else 0, typical_p=1.0, repetition_penalty=1.0, num_beams=1,
             eos_token_id=self.eos_ids, pad_token_id=self.pad_id, bos_token_id=None,
-            return_dict_in_generate=True, output_logits=True,
         )
-        out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                  generation_config=gen_config)
-        new = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float()  # [B, T, V], raw (before any processing)
-        if sample:
-            logits = logits / temperature
-        logps = torch.log_softmax(logits, dim=-1).gather(-1, new[:, : logits.shape[1], None]).squeeze(-1)
+        step_logps = StepLogProbs(self.model, temperature if sample else 1.0)
+        try:
+            out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                      generation_config=gen_config,
+                                      stopping_criteria=StoppingCriteriaList([step_logps]))
+        finally:
+            step_logps.close()
+        new = out[:, width:]
+        logps = step_logps.result()  # [B, T]
         results = []
         for i, r in enumerate(requests):
             tokens = new[i].tolist()[: r["max_tokens"]]

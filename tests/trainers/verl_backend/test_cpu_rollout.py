@@ -19,7 +19,7 @@ import trainers.verl_backend.cpu as cpu
 from evaluators.tasks import make_split
 from trainers.verl_backend.assets import tiny_qwen3
 from trainers.verl_backend.cpu.platform import PlatformCPU
-from trainers.verl_backend.hf_rollout import ZooHFServer
+from trainers.verl_backend.hf_rollout import StepLogProbs, ZooHFServer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -167,6 +167,35 @@ def test_sampled_logprobs_are_temperature_scaled_and_lengths_capped(server):
         assert 1 <= len(tokens) <= request["max_tokens"] and len(logps) == len(tokens)
         expected = teacher_forced_logps(server.model, request["prompt_ids"], tokens, temperature=0.7)
         assert torch.allclose(torch.tensor(logps), expected, atol=1e-4)
+
+
+def test_step_logprobs_equal_generates_own_logits_and_hold_one_step(server):
+    """What output_logits=True returned (every step's raw logits), gathered step by step instead."""
+    from transformers import GenerationConfig, StoppingCriteriaList
+
+    tok = server_tokenizer(server)
+    ids = torch.tensor([tok.encode(prompts(server, 1)[0], add_special_tokens=False)] * 3)
+    config = GenerationConfig(max_new_tokens=9, min_new_tokens=9, do_sample=True, temperature=0.8, top_k=5,
+                              top_p=1.0, pad_token_id=server.pad_id, return_dict_in_generate=True,
+                              output_logits=True)
+    step = StepLogProbs(server.model, 0.8)
+    held = []
+
+    def keep_and_record(module, args, output):  # the same hook, also noting what it holds
+        step._keep_last_logits(module, args, output)
+        held.append(tuple(step.last.shape))
+
+    step.handle.remove()
+    step.handle = server.model.register_forward_hook(keep_and_record)
+    torch.manual_seed(3)
+    out = server.model.generate(input_ids=ids, generation_config=config, stopping_criteria=StoppingCriteriaList([step]))
+    step.close()
+    new = out.sequences[:, ids.shape[1]:]
+    reference = torch.log_softmax(torch.stack(out.logits, 1) / 0.8, -1).gather(-1, new[..., None]).squeeze(-1)
+    assert step.result().shape == (3, 9)
+    assert torch.equal(step.result(), reference)
+    assert held == [(3, server.model.config.vocab_size)] * 9  # one [B, V] per step, never [B, P, V]
+    assert step.last is None and not server.model._forward_hooks  # gathered, and the hook is gone
 
 
 def test_async_generate_and_weight_update(server):
