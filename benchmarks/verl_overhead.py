@@ -6,8 +6,10 @@
     python benchmarks/verl_overhead.py --no-report   # `sweep run --no-report` (no end-of-sweep report)
     python benchmarks/verl_overhead.py --keep        # keep the run directory (logs, MLflow store, metrics)
     python benchmarks/verl_overhead.py --quiet-wait 0   # start each run at once, even on a busy machine
+    python benchmarks/verl_overhead.py --spec configs/sweeps/verl_gpu_realsize.yaml --steps 4   # on a GPU host
 
-What is compared: one GRPO trial, seed 0, of configs/sweeps/verl_cpu_smoke.yaml as it is (its tiny
+What is compared: one GRPO trial, seed 0, of configs/sweeps/verl_cpu_smoke.yaml (or ``--spec``: e.g. the
+real-size GPU spec, with its resources) as it is (its tiny
 warm-started Qwen3, batch, response length, data; resources.gpus 0 = verl's CPU platform) with
 ``--steps`` steps, validation before training and after the last step, a verl checkpoint every
 ``--checkpoint-every`` steps and no retries, run two ways:
@@ -83,10 +85,10 @@ TARGET = 0.05  # overhead target: <= 5% of the direct run's wall time
 # ------------------------------------------------------------------ the spec, the direct command
 
 
-def write_spec(directory: Path, steps: int, checkpoint_every: int) -> Path:
-    """configs/sweeps/verl_cpu_smoke.yaml (its sizes, model, data) as one GRPO trial: ``steps`` steps,
-    validation before training and after the last step, no retries, an absolute verl cache."""
-    spec = yaml.safe_load(SMOKE.read_text())
+def write_spec(directory: Path, steps: int, checkpoint_every: int, source: Path = SMOKE) -> Path:
+    """``source`` (configs/sweeps/verl_cpu_smoke.yaml: its sizes, model, data, resources) as one GRPO trial:
+    ``steps`` steps, validation before training and after the last step, no retries, an absolute verl cache."""
+    spec = yaml.safe_load(source.read_text())
     spec["name"] = SWEEP
     trainer = spec["base"]["trainer"]
     trainer.update(steps=steps, eval_every=steps, checkpoint_every=checkpoint_every)
@@ -320,6 +322,8 @@ def report_run(r: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--spec", type=Path, default=SMOKE,
+                    help="the verl spec whose GRPO trial is run (default configs/sweeps/verl_cpu_smoke.yaml)")
     ap.add_argument("--steps", type=int, default=20, help="RL steps of the trial (default 20)")
     ap.add_argument("--checkpoint-every", type=int, default=None,
                     help="verl checkpoint every N steps (default: steps // 2; 0 = none)")
@@ -342,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
     root = REPO / "runs" / f"verl_overhead-{stamp}"
     root.mkdir(parents=True)
     RT.mkdir(exist_ok=True)
-    spec_path = write_spec(root, steps, every)
+    spec_path = write_spec(root, steps, every, args.spec.resolve())
     print(f"spec {spec_path}: 1 verl trial (GRPO), {steps} steps, checkpoint every {every}; building inputs ...")
     trial = load_spec(spec_path).trials[0]
     temps: list[Path] = []

@@ -206,15 +206,23 @@ def run_part(part: Part, cmd: list[str], log: Path, timeout_s: float, grace_s: f
     print(f"[gpu_check] {part.name}: {part.status} in {part.wall_s} s", flush=True)
 
 
+def step_rows(trial_dir: Path) -> dict[int, dict]:
+    """Step -> verl's metrics of that step, over every attempt of a trial (a later attempt wins)."""
+    steps = {}
+    for path in sorted(trial_dir.glob("attempt-*/metrics.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                steps[row["step"]] = row["data"]
+    return steps
+
+
 def trial_figures(run_dir: Path, sweep: str) -> dict:
     """Per verl trial: steps logged, mean verl step time (timing_s/step), steps/s, step-1 metrics and
     the validation before training, from its attempt-*/metrics.jsonl files."""
     out = {}
     for trial in sorted(RunLayout(run_dir).sweep(sweep).trials.glob("*")):
-        rows = []
-        for path in sorted(trial.glob("attempt-*/metrics.jsonl")):
-            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        steps = {r["step"]: r["data"] for r in rows}
+        steps = step_rows(trial)
         times = [d["timing_s/step"] for d in steps.values() if "timing_s/step" in d]
         first = steps.get(1, {})
         commands, metrics = sorted(trial.glob("attempt-*/command.sh")), sorted(trial.glob("attempt-*/metrics.jsonl"))
@@ -229,6 +237,20 @@ def trial_figures(run_dir: Path, sweep: str) -> dict:
             "val_before_train": {k: v for k, v in steps.get(0, {}).items() if k.startswith("val-core/")},
         }
     return out
+
+
+def selected_parts(parser: argparse.ArgumentParser, value: str, parts: tuple[str, ...]) -> list[str]:
+    """The parts named by ``--only`` (comma-separated); an unknown one is a usage error naming the parts."""
+    only = [p for p in value.split(",") if p]
+    unknown = [p for p in only if p not in parts]
+    if unknown:
+        parser.error(f"--only: unknown part(s) {unknown}; expected some of {list(parts)}")
+    return only
+
+
+def print_plan(commands: dict[str, list[str]], only: list[str]) -> None:
+    for name, cmd in commands.items():
+        print(f"{name}: {' '.join(cmd)}" + ("" if name in only else "   (not selected)"))
 
 
 def summary_text(parts: list[Part], device: str) -> str:
@@ -261,16 +283,12 @@ def main(argv: list[str] | None = None) -> int:
                              f"{','.join(p for p in PARTS if p not in DEFAULT_PARTS)}).")
     parser.add_argument("--dry-run", action="store_true", help="Print the plan and the GPU spec's main_ppo commands; run nothing on the GPU.")
     args = parser.parse_args(argv)
-    only = [p for p in args.only.split(",") if p]
-    unknown = [p for p in only if p not in PARTS]
-    if unknown:
-        parser.error(f"--only: unknown part(s) {unknown}; expected some of {list(PARTS)}")
+    only = selected_parts(parser, args.only, PARTS)
     out = args.out.resolve()
     commands = plan(out, (args.ray_temp_dir or out / "ray").resolve())
 
     if args.dry_run:
-        for name in PARTS:
-            print(f"{name}: {' '.join(commands[name])}" + ("" if name in only else "   (not selected)"))
+        print_plan(commands, only)
         specs = [SPEC] + ([PACK_SPEC] if any(p in PACK_RUN_DIRS for p in only) else [])
         return max(subprocess.run(sweep_cmd("run", spec, "--dry-run", "--run-dir", str(out / "runs")), cwd=REPO).returncode
                    for spec in specs)

@@ -39,6 +39,8 @@ SMOKE_SAYS = {
     "trainers.local.warmstart": r"^smoke ok: base policy [0-9a-f]{16} built in [\d.]+s \(20 warm-start steps\) "
                                 r"and found again in its cache",
     "trainers.objectives": r"^smoke dhpo\s+loss=[+-]\d+\.\d{4} grad_norm=\d+\.\d{4} metrics=\d+$",
+    "trainers.verl_backend.shaped_model": r"^smoke ok: qwen3-0.6b with 2 layers and 1,024 ids: [\d,]+ parameters built, "
+                                          r"loaded back in bfloat16, every id decodes$",
     "trainers.verl_backend.launch": r"^smoke ok: the dry run of the defaults with backend=verl verl.device=cpu: "
                                     r"python -m verl.trainer.main_ppo with \d+ overrides",
 }

@@ -41,7 +41,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from trainers.verl_backend.parquet import (  # noqa: F401  (moved there; re-exported for older imports)
@@ -50,6 +50,8 @@ from trainers.verl_backend.parquet import (  # noqa: F401  (moved there; re-expo
 
 ASSET_VERSION = 2
 """Bump when the way the checkpoint is built changes (the hash, hence the directory, changes too)."""
+ASSET_MARKER = "zoo_asset.json"
+"""Written last into a built checkpoint (its spec): a directory without it is incomplete."""
 
 PAD, IM_START, IM_END, UNK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END, UNK)
@@ -71,12 +73,19 @@ WARM_START_THREADS = 1
 
 # --------------------------------------------------------------------------- tiny Qwen3
 
-def build_tokenizer():
-    """The character-level ChatML tokenizer of the tiny Qwen3 (a PreTrainedTokenizerFast)."""
+def build_tokenizer(vocab_size: int | None = None):
+    """The character-level ChatML tokenizer of the tiny Qwen3 (a PreTrainedTokenizerFast); with
+    ``vocab_size``, its vocabulary filled up to that many ids with ``<|reserved_N|>`` tokens (text never
+    encodes to them; a model with that many embedding rows can emit them, and they decode)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(list(SPECIAL_TOKENS) + list(CHARS))}
+    tokens = list(SPECIAL_TOKENS) + list(CHARS)
+    if vocab_size is not None:
+        if vocab_size < len(tokens):
+            raise ValueError(f"build_tokenizer: vocab_size must be at least {len(tokens)}, got {vocab_size}")
+        tokens += [f"<|reserved_{i}|>" for i in range(vocab_size - len(tokens))]
+    vocab = {tok: i for i, tok in enumerate(tokens)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every char, newline too
     tok.decoder = decoders.Fuse()
@@ -126,8 +135,7 @@ def warm_start_tiny(model, tokenizer, steps: int, log=print) -> None:
 
 def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int = 0, log=print) -> None:
     import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-    from transformers.utils import logging as hf_logging
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = build_tokenizer()
     # Not trainers.local.model.build_tiny_model: that one forks the RNG around the initialisation,
@@ -151,6 +159,15 @@ def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int 
         model = Qwen3ForCausalLM(config)
         if warm_start_steps:
             warm_start_tiny(model, tokenizer, warm_start_steps, log)
+    save_model_dir(out, model, tokenizer, _spec(sizes, warm_start_steps))
+
+
+def save_model_dir(out: Path, model, tokenizer, spec: Mapping) -> None:
+    """``model`` (a generation config of the tokenizer's EOS and pad, no BOS) and ``tokenizer`` saved in Hugging
+    Face format into ``out``, then ``spec`` as ASSET_MARKER, last: a directory with it is complete."""
+    from transformers import GenerationConfig
+    from transformers.utils import logging as hf_logging
+
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
     bars = hf_logging.is_progress_bar_enabled()
@@ -161,7 +178,7 @@ def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int 
         if bars:
             hf_logging.enable_progress_bar()
     tokenizer.save_pretrained(out)
-    (out / "zoo_asset.json").write_text(json.dumps(_spec(sizes, warm_start_steps), indent=1, sort_keys=True) + "\n")
+    (out / ASSET_MARKER).write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n")
 
 
 def tiny_qwen3(cache_dir: Path, warm_start_steps: int = 0, log=print, **sizes: int) -> Path:
@@ -180,19 +197,28 @@ def tiny_qwen3(cache_dir: Path, warm_start_steps: int = 0, log=print, **sizes: i
     sizes = {**TINY_DEFAULTS, **sizes}
     if sizes["hidden_size"] % sizes["num_heads"] or sizes["num_heads"] % sizes["num_kv_heads"]:
         raise ValueError(f"tiny_qwen3: hidden_size must divide by num_heads and num_heads by num_kv_heads: {sizes}")
-    key = hashlib.sha256(json.dumps(_spec(sizes, warm_start_steps), sort_keys=True).encode()).hexdigest()[:12]
-    cache_dir = Path(cache_dir).resolve()
-    final = cache_dir / f"tiny-qwen3-{key}"
-    if (final / "zoo_asset.json").is_file():
+    final = Path(cache_dir).resolve() / f"tiny-qwen3-{spec_key(_spec(sizes, warm_start_steps))}"
+    return build_once(final, lambda out: _build_model_dir(out, sizes, warm_start_steps, log))
+
+
+def spec_key(spec: Mapping) -> str:
+    """12 hex digits of a checkpoint spec's hash: the suffix of its cache directory."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def build_once(final: Path, build: Callable[[Path], None]) -> Path:
+    """``final``, built by ``build(tmp)`` into a temporary directory beside it and moved into place
+    (module docstring) unless a complete copy, one with ``zoo_asset.json``, is already there."""
+    if (final / ASSET_MARKER).is_file():
         return final
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        _build_model_dir(tmp, sizes, warm_start_steps, log)
+        build(tmp)
         try:
             os.replace(tmp, final)
         except OSError:  # another process put a complete copy there first
-            if not (final / "zoo_asset.json").is_file():
+            if not (final / ASSET_MARKER).is_file():
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

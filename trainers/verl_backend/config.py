@@ -32,6 +32,8 @@ GPU_ROLLOUT = "vllm"
 """Rollout engine of 'auto' on GPUs (DHPO App. D: vLLM)."""
 CPU_ROLLOUT = "zoo_hf"
 """Rollout engine of 'auto' on CPU: transformers generate (trainers/verl_backend/cpu)."""
+RANDOM_MODELS = ("qwen3-0.6b", "qwen3-1.7b")
+"""verl.random_model values: the shapes of trainers/verl_backend/shaped_model.py (SHAPES; kept equal by its test)."""
 VERL_TOKEN_LEN = 16384
 """verl 0.9.1's default actor.ppo_max_token_len_per_gpu."""
 DEVICES = ("auto", "cuda", "cpu")
@@ -86,6 +88,9 @@ class VerlConfig:
     """Seconds a GPU trial waits for nnodes x n_gpus_per_node free GPUs on the Ray cluster before failing."""
     cache_dir: str = ".cache/verl"
     """Where the tiny Qwen3 and the synthetic task's parquet files are built when model.path / data files are absent."""
+    random_model: str | None = None
+    """With model.path null: a real model shape with random weights, built under cache_dir (trainers/verl_backend/
+    shaped_model.py: 'qwen3-0.6b', 'qwen3-1.7b'); real compute, memory and checkpoint bytes, reward ~0. None: the tiny Qwen3."""
     tiny_warm_start_steps: int = 1000
     """Supervised warm-start steps that make the built-in tiny Qwen3 (model.path null) a base policy; 0 = random init."""
     max_actor_ckpt_to_keep: int | None = 2
@@ -120,9 +125,10 @@ def resolved_rollout(verl: VerlConfig, gpus: bool | None = None) -> str:
 
 
 def needs_user_model(verl: VerlConfig) -> bool:
-    """Whether a trial needs ``model.path``: on GPUs with vLLM/SGLang, yes; the built-in tiny Qwen3 serves
-    verl's CPU platform and the zoo_hf check rollout on a GPU (configs/sweeps/verl_gpu_smoke.yaml)."""
-    return verl.device == "cuda" and verl.rollout != CPU_ROLLOUT
+    """Whether a trial needs ``model.path``: on GPUs with vLLM/SGLang, yes, unless ``verl.random_model`` builds
+    one; the built-in tiny Qwen3 serves verl's CPU platform and the zoo_hf check rollout on a GPU
+    (configs/sweeps/verl_gpu_smoke.yaml)."""
+    return verl.device == "cuda" and verl.rollout != CPU_ROLLOUT and verl.random_model is None
 
 
 def batch_shape(cfg: Any) -> dict[str, int | None]:
@@ -183,6 +189,8 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
     require(0 < verl.gpu_share <= 1, "verl.gpu_share", "a number in (0, 1]", verl.gpu_share)
     require(verl.gpu_wait_s >= 0, "verl.gpu_wait_s", "a number >= 0", verl.gpu_wait_s)
     require(verl.cache_dir != "", "verl.cache_dir", "a directory path", verl.cache_dir)
+    require(verl.random_model is None or verl.random_model in RANDOM_MODELS, "verl.random_model",
+            f"null or one of {list(RANDOM_MODELS)}", verl.random_model)
     require(verl.tiny_warm_start_steps >= 0, "verl.tiny_warm_start_steps", "an integer >= 0", verl.tiny_warm_start_steps)
     require(0 < verl.gpu_memory_utilization <= 1, "verl.gpu_memory_utilization", "a number in (0, 1]",
             verl.gpu_memory_utilization)
@@ -205,6 +213,9 @@ def validate_verl_section(cfg: Any, source: str = "config") -> None:
         raise ConfigError(f"{source}: data.select_size / data.select_files: the verl backend does not evaluate a "
                           f"selection split (the built-in trainer does); remove them, or pick on the reported "
                           f"benchmarks (report.table.select_on: reported)")
+    if verl.random_model is not None and cfg.model.path is not None:
+        raise ConfigError(f"{source}: verl.random_model: {verl.random_model!r} builds the model, and model.path "
+                          f"= {cfg.model.path!r} names one too; set one of them (the other null)")
     _require_user_inputs(cfg, source)
     t, b = cfg.trainer, batch_shape(cfg)
     world = b["world"]

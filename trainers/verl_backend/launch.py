@@ -85,18 +85,30 @@ def prepare_inputs(cfg: TrialConfig, build: bool = True) -> Inputs:
     task built under ``verl.cache_dir`` (reused by hash).
     ``build=False`` returns where they will be without building them (for --dry-run)."""
     root = cache_root(cfg)
-    model = str(base_model_dir(cfg)) if build else cfg.model.path or str(root / "models" / "<tiny-qwen3>")
+    model = str(base_model_dir(cfg)) if build else cfg.model.path or str(planned_model_dir(cfg))
     train, vals = trial_data(cfg, root / "data", build=build)
     return Inputs(model, [str(train)], [str(v) for v in vals])
 
 
 def base_model_dir(cfg: TrialConfig, log=print) -> Path:
-    """model.path, or the tiny Qwen3 warm-started for ``verl.tiny_warm_start_steps`` under ``verl.cache_dir``."""
-    from trainers.verl_backend import assets
+    """model.path; or, built once under ``verl.cache_dir``, the ``verl.random_model`` shape with random
+    weights, or else the tiny Qwen3 warm-started for ``verl.tiny_warm_start_steps`` steps."""
+    from trainers.verl_backend import assets, shaped_model
 
     if cfg.model.path:
         return Path(cfg.model.path)
+    if cfg.verl.random_model:
+        return shaped_model.build(cache_root(cfg) / "models", cfg.verl.random_model, log=log)
     return assets.tiny_qwen3(cache_root(cfg) / "models", warm_start_steps=cfg.verl.tiny_warm_start_steps, log=log)
+
+
+def planned_model_dir(cfg: TrialConfig) -> Path:
+    """Where base_model_dir's built model is or will be, without building it (for --dry-run)."""
+    from trainers.verl_backend import shaped_model
+
+    if cfg.verl.random_model:
+        return shaped_model.model_dir(cache_root(cfg) / "models", cfg.verl.random_model)
+    return cache_root(cfg) / "models" / "<tiny-qwen3>"
 
 
 def _data_key(cfg: TrialConfig) -> str:
