@@ -88,10 +88,12 @@ def per_step(data: dict) -> dict:
 
 
 def checkpoints(trial_dir: Path) -> dict:
-    """The verl checkpoint directories a trial kept (global_step_N) and their bytes on disk."""
-    kept = sorted(trial_dir.glob("checkpoints/global_step_*"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
-    size = {p.name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) for p in kept}
-    return {"kept": [p.name for p in kept], "bytes": size}
+    """A trial's verl checkpoints (global_step_N): those kept (with their actor/ directory; verl's pruning
+    deletes actor/ and leaves the small data.pt), and the bytes on disk of each directory."""
+    dirs = sorted(trial_dir.glob("checkpoints/global_step_*"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
+    size = {p.name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) for p in dirs}
+    return {"kept": [p.name for p in dirs if (p / "actor").is_dir()],
+            "pruned": [p.name for p in dirs if not (p / "actor").is_dir()], "bytes": size}
 
 
 def trial_figures(run_dir: Path, sweep: str) -> dict:
@@ -168,8 +170,9 @@ def summary_text(parts: list[Part], device: str, extra: dict) -> str:
                                  f"{s.get('generated_tokens_per_s')} tok/s generated, {s.get('trained_tokens_per_s')} "
                                  f"tok/s trained), actor max {s.get('actor/perf/max_memory_allocated_gb')} GB, "
                                  f"responses {s.get('response_length/mean')} tokens")
-            sizes = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in fig["checkpoints"]["bytes"].items())
-            lines.append(f"    {trial}: checkpoints kept: {sizes or 'none'}")
+            ckpt = fig["checkpoints"]
+            sizes = ", ".join(f"{k} {ckpt['bytes'][k] / 1e9:.2f} GB" for k in ckpt["kept"])
+            lines.append(f"    {trial}: checkpoints kept: {sizes or 'none'}; pruned: {', '.join(ckpt['pruned']) or 'none'}")
     if extra.get("resume"):
         lines.append(f"    resume: {json.dumps(extra['resume'])}")
     return "\n".join(lines)

@@ -73,14 +73,17 @@ def test_trial_figures_give_tokens_per_second_and_the_checkpoints_kept(tmp_path)
         actor.mkdir(parents=True)
         (actor / "model.pt").write_bytes(b"x" * size)
         (actor / "extra.json").write_text("{}")
+    pruned = trial / "checkpoints" / "global_step_1"  # what verl's pruning leaves: the dataloader's state
+    pruned.mkdir()
+    (pruned / "data.pt").write_bytes(b"x" * 8)
     figures = gpu_realsize.trial_figures(tmp_path / "runs", "s")["grpo.s0"]
     step1 = figures["steps"][1]
     assert step1["generated_tokens_per_s"] == 4096.0 and step1["trained_tokens_per_s"] == 8832.0
     assert step1["actor/perf/max_memory_allocated_gb"] == 30.5
     assert figures["steps"][2] == {"timing_s/step": 18.0}  # the resumed attempt's step
-    assert figures["checkpoints"] == {"kept": ["global_step_2", "global_step_10"],
-                                      "bytes": {"global_step_2": 1002, "global_step_10": 3002}}
+    assert figures["checkpoints"] == {"kept": ["global_step_2", "global_step_10"], "pruned": ["global_step_1"],
+                                      "bytes": {"global_step_1": 8, "global_step_2": 1002, "global_step_10": 3002}}
     text = gpu_realsize.summary_text([gpu_realsize.Part("sweep", "ok", "", 300.0, 40960.0,
                                                         {"grpo.s0": figures})], "GPU X", {})
     assert "grpo.s0 step 1: 20.0 s (gen 8.0 s, 4096.0 tok/s generated, 8832.0 tok/s trained), actor max 30.5 GB" in text
-    assert "grpo.s0: checkpoints kept: global_step_2 0.00 GB, global_step_10 0.00 GB" in text
+    assert "grpo.s0: checkpoints kept: global_step_2 0.00 GB, global_step_10 0.00 GB; pruned: global_step_1" in text
