@@ -4,6 +4,8 @@
     segment = decode_segment(data)                                  # Segment(records, keys, arrays, written_ms)
     copy = ReadCopy.merge([segment, ...])                           # each run as its newest segment holds it
     copy.records["<run id>"]                                        # RunRecord: status, tags, params, latest metrics
+    twin = encode_records(records, end_times, keys, written_ms)     # the segment's records alone (JSON)
+    decode_records(twin)                                            # a Segment with no points: what status reads
     frame = copy.history(run_ids, keys)                             # as tracking_store/history.py reads a store
 
 A segment is an uncompressed NumPy ``.npz``: ``meta`` (UTF-8 JSON: the format version, when it was written, the
@@ -12,7 +14,8 @@ tags, params, latest metrics) and four arrays, one entry per logged point: ``run
 ``meta.runs``), ``key`` (index in ``meta.keys``), ``step`` and ``value`` (float64, NaN as logged). A run held
 by several segments is read from the newest (``written_ms``, then its name): a segment never changes once
 written, a rewrite of a run (a resumed trial, a later evaluation, ``sweep report --rebuild``) is a new
-segment. Where and when segments are written and how a reader checks them against the store:
+segment. Beside each ``.npz`` its records alone, ``<same stem>.records.json`` (the same ``meta``): what
+`sweep status` reads, a tenth of the bytes at 200 steps a trial. Where and when segments are written and how a reader checks them against the store:
 tracking_store/read_copy.py; why: docs/benchmarks.md ("Reads on a server").
 """
 
@@ -57,6 +60,16 @@ def _record_json(record: RunRecord, end_time: int | None) -> dict:
             "tags": record.tags, "params": record.params, "metrics": record.metrics}
 
 
+def _meta(records: list[RunRecord], end_times: list[int | None], keys: list[str], written_ms: int) -> bytes:
+    return json.dumps({"format": FORMAT, "written_ms": int(written_ms), "keys": list(keys),
+                       "runs": [_record_json(r, e) for r, e in zip(records, end_times)]}).encode()
+
+
+def encode_records(records: list[RunRecord], end_times: list[int | None], keys: list[str], written_ms: int) -> bytes:
+    """A segment's records alone (its ``meta``, UTF-8 JSON): the twin file status reads."""
+    return _meta(records, end_times, keys, written_ms)
+
+
 def encode_segment(records: list[RunRecord], end_times: list[int | None], keys: list[str], history: pd.DataFrame,
                    written_ms: int) -> bytes:
     """A segment's bytes. ``history``: long (run_id, key, step, value) of ``records``' runs and ``keys`` only."""
@@ -66,10 +79,8 @@ def encode_segment(records: list[RunRecord], end_times: list[int | None], keys: 
     codes = history["key"].astype(object).map(kindex)
     if runs.isna().any() or codes.isna().any():
         raise ValueError("a segment's history names a run or key the segment does not hold")
-    meta = {"format": FORMAT, "written_ms": int(written_ms), "keys": list(keys),
-            "runs": [_record_json(r, e) for r, e in zip(records, end_times)]}
     buffer = io.BytesIO()
-    np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+    np.savez(buffer, meta=np.frombuffer(_meta(records, end_times, keys, written_ms), dtype=np.uint8),
              run=runs.to_numpy(np.int32), key=codes.to_numpy(np.int32),
              step=history["step"].to_numpy(np.int64), value=history["value"].to_numpy(np.float64))
     return buffer.getvalue()
@@ -83,12 +94,27 @@ def decode_segment(data: bytes, name: str = "") -> Segment:
             arrays = [npz[a] for a in ("run", "key", "step", "value")]
     except (OSError, ValueError, KeyError) as err:
         raise ValueError(f"read copy segment {name or '(unnamed)'}: not readable ({err})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"read copy segment {name}: format {meta.get('format')!r}, this version reads {FORMAT}")
+    return _segment(meta, meta["keys"], arrays, name)
+
+
+def decode_records(data: bytes, name: str = "") -> Segment:
+    """A segment's records from its twin (``encode_records``): no points, and no key's history held."""
+    try:
+        meta = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"read copy records {name or '(unnamed)'}: not readable ({err})") from None
+    empty = [np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.float64)]
+    return _segment(meta, [], empty, name)
+
+
+def _segment(meta: dict, keys: list[str], arrays: list[np.ndarray], name: str) -> Segment:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise ValueError(f"read copy segment {name}: format {found!r}, this version reads {FORMAT}")
     records = [RunRecord(r["run_id"], r["run_name"], r["status"], r["start_time"], r["artifact_uri"], r["tags"],
                          r["params"], {k: float(v) if v is not None else math.nan for k, v in r["metrics"].items()})
                for r in meta["runs"]]
-    return Segment(records, [r["end_time"] for r in meta["runs"]], meta["keys"], *arrays,
+    return Segment(records, [r["end_time"] for r in meta["runs"]], keys, *arrays,
                    written_ms=int(meta["written_ms"]), name=name)
 
 

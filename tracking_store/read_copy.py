@@ -4,6 +4,7 @@
     n = append_segment(client, uri, exp_id, parent_id, keys_for, run_ids=[...])   # these runs again (sweep eval)
     n = rebuild_copy(client, uri, exp_id, parent_id, keys_for)        # every ended trial run: `sweep report --rebuild`
     view = open_copy(client, exp_id, parent)    # CopyView, or None: no copy (read the store directly)
+    view = open_copy(client, exp_id, parent, records_only=True)   # the runs only (`sweep status`): the twins
     view.runs, view.live                        # every trial run (copied or read now), the ids read now
     view.copy.history(run_ids, keys)            # the copied histories (tracking_store/columnar.py)
 
@@ -37,7 +38,8 @@ from typing import Callable
 import pandas as pd
 
 from contract.env import MLFLOW_ARTIFACTS_PROGRESS
-from tracking_store.columnar import COMPLETE_TO_TAG, COPY_DIR, ReadCopy, decode_segment, encode_segment
+from tracking_store.columnar import (COMPLETE_TO_TAG, COPY_DIR, ReadCopy, decode_records, decode_segment, encode_records,
+                                     encode_segment)
 from tracking_store.history import read_history_client, read_history_sqlite
 from tracking_store.roles import TRIAL, role_filter
 from tracking_store.tables import RunRecord, local_artifact_dir
@@ -105,6 +107,8 @@ def read_histories(client, uri: str, records: list[RunRecord], keys: list[str]) 
 
 SEGMENT_NAME = re.compile(r"^(seg|full)-(\d{13})-[0-9a-f]{8}\.npz$")
 """``seg-<ms>-<hex>.npz``: some runs; ``full-...``: every ended trial run (a rebuild): older files are not read."""
+RECORDS = ".records.json"
+"""The suffix of a segment's twin (its records alone) in place of ``.npz``; a copy written before twins has none."""
 
 
 def write_segment(client, parent_id: str, records: list[RunRecord], end_times: list[int | None], keys: list[str],
@@ -115,11 +119,13 @@ def write_segment(client, parent_id: str, records: list[RunRecord], end_times: l
     ``records`` are every ended trial run of the sweep; the segments before it are no longer read."""
     written = _now_ms()
     name = f"{'full' if full else 'seg'}-{written:013d}-{uuid.uuid4().hex[:8]}.npz"
-    data = encode_segment(records, end_times, keys, history, written)
+    files = {name: encode_segment(records, end_times, keys, history, written),
+             _twin(name): encode_records(records, end_times, keys, written)}
     with tempfile.TemporaryDirectory(dir=scratch or Path.cwd(), prefix=".read-copy-") as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(data)
-        client.log_artifact(parent_id, str(path), COPY_DIR)
+        for file_name, data in files.items():  # the segment, then its twin; the tag moves after both
+            path = Path(tmp) / file_name
+            path.write_bytes(data)
+            client.log_artifact(parent_id, str(path), COPY_DIR)
     if complete_to_ms is not None:
         current = complete_to(client.get_run(parent_id).data.tags)
         client.set_tag(parent_id, COMPLETE_TO_TAG, str(max(complete_to_ms, current or 0)))
@@ -169,12 +175,25 @@ def _read_from(names: list[str]) -> list[str]:
     return [name for _, name in ordered[fulls[-1] if fulls else 0:]]
 
 
-def _segment_files(client, parent: RunRecord, scratch: Path | None) -> list[tuple[str, bytes]]:
+def _twin(name: str) -> str:
+    return name[:-len(".npz")] + RECORDS
+
+
+def _chosen(listed: list[str], records_only: bool) -> list[str]:
+    """The files a reader reads: the segments from the newest full one on, each as its twin where the reader
+    wants the records only and the twin exists."""
+    present = set(listed)
+    names = _read_from(listed)
+    return [_twin(n) if records_only and _twin(n) in present else n for n in names]
+
+
+def _segment_files(client, parent: RunRecord, scratch: Path | None, records_only: bool = False) -> list[tuple[str, bytes]]:
     local = local_artifact_dir(parent.artifact_uri)
     if local is not None:
-        names = _read_from([p.name for p in (local / COPY_DIR).glob("*.npz")])
-        return [(name, (local / COPY_DIR / name).read_bytes()) for name in names]
-    names = _read_from([Path(a.path).name for a in client.list_artifacts(parent.run_id, COPY_DIR)])
+        folder = local / COPY_DIR
+        names = _chosen([p.name for p in folder.iterdir()] if folder.is_dir() else [], records_only)
+        return [(name, (folder / name).read_bytes()) for name in names]
+    names = _chosen([Path(a.path).name for a in client.list_artifacts(parent.run_id, COPY_DIR)], records_only)
     if not names:
         return []
     bar = MLFLOW_ARTIFACTS_PROGRESS.raw()
@@ -199,13 +218,17 @@ class CopyView:
     segments: int
 
 
-def open_copy(client, exp_id: str, parent: RunRecord, scratch: Path | None = None) -> CopyView | None:
+def open_copy(client, exp_id: str, parent: RunRecord, scratch: Path | None = None,
+              records_only: bool = False) -> CopyView | None:
     """The sweep's trial runs through its read copy (``parent``: its parent run, tags read just now), or None when
-    it has none. A segment that cannot be read is a ValueError naming it (``sweep report --rebuild`` writes anew)."""
+    it has none. A segment that cannot be read is a ValueError naming it (``sweep report --rebuild`` writes anew).
+    ``records_only``: the runs without their histories (the segments' twins where they exist: `sweep status`)."""
     since = complete_to(parent.tags)
     if since is None:
         return None
-    copy = ReadCopy.merge([decode_segment(data, name) for name, data in _segment_files(client, parent, scratch)])
+    files = _segment_files(client, parent, scratch, records_only)
+    copy = ReadCopy.merge([decode_records(data, name) if name.endswith(RECORDS) else decode_segment(data, name)
+                           for name, data in files])
     trial = role_filter(TRIAL)
     live: dict[str, RunRecord] = {}
     for query in [*(f"{trial} and attributes.status = '{s}'" for s in LIVE), f"{trial} and attributes.end_time > {since}"]:

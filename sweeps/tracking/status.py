@@ -54,7 +54,7 @@ def recorded_trials(uri: str, sweep: str, read: str = "auto") -> tuple[dict[str,
 
         parents = [RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(PARENT), max_results=1,
                                                                order_by=["attributes.start_time ASC"])]
-        view = open_copy(client, exp_id, parents[0]) if parents and read != "direct" else None
+        view = open_copy(client, exp_id, parents[0], records_only=True) if parents and read != "direct" else None
         runs = view.runs if view is not None else [
             RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(TRIAL), max_results=50_000)]
     parent = min(parents, key=lambda r: r.start_time or 0) if parents else None

@@ -132,3 +132,36 @@ def test_parts_read_apart_join_as_one_read(store):
     whole = read_history_sqlite(tmp / "mlflow.db", run_ids, keys)
     parts = [read_history_sqlite(tmp / "mlflow.db", run_ids[:1], keys), read_history_sqlite(tmp / "mlflow.db", run_ids[1:], keys)]
     pd.testing.assert_frame_equal(joined_history(run_ids, keys, parts[::-1]), whole)
+
+
+def test_a_segments_twin_holds_its_records_and_no_points():
+    from tracking_store.columnar import decode_records, encode_records
+
+    records = [RunRecord("r1", "t.s0", "FINISHED", 5, "file:///a", {"role": "trial"}, {"seed": "0"}, {"acc": math.nan})]
+    history = _frame([("r1", "acc", 0, 0.1)])
+    whole = decode_segment(encode_segment(records, [10], ["acc"], history, 123), "s.npz")
+    twin = decode_records(encode_records(records, [10], ["acc"], 123), "s.records.json")
+    assert [r.run_id for r in twin.records] == ["r1"] and twin.records[0].params == whole.records[0].params
+    assert math.isnan(twin.records[0].metrics["acc"]) and twin.end_times == [10] and twin.written_ms == 123
+    assert len(twin.run) == 0 and twin.keys == []  # holds no key's history: a reader of it asks the store
+    copy = ReadCopy.merge([twin])
+    assert not copy.holds("r1", "acc") and copy.holds("r1", "never-logged")
+    with pytest.raises(ValueError, match="records bad.records.json: not readable"):
+        decode_records(b"\xff not json", "bad.records.json")
+
+
+def test_status_reads_the_twins_and_a_copy_without_them_reads_the_segments(store):
+    uri, client, exp_id, parent_id, tmp = store
+    append_segment(client, uri, exp_id, parent_id, _all, scratch=tmp, skew_ms=0)
+    folder = tmp / "artifacts" / parent_id / "artifacts" / "read_copy"
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 2 and names[0].endswith(".npz") and names[1] == names[0][:-4] + ".records.json"
+    whole = open_copy(client, exp_id, _parent(client, parent_id), scratch=tmp)
+    lean = open_copy(client, exp_id, _parent(client, parent_id), scratch=tmp, records_only=True)
+    assert [r.run_id for r in lean.runs] == [r.run_id for r in whole.runs] and lean.live == whole.live
+    assert {r.run_id: r.metrics for r in lean.runs} == {r.run_id: r.metrics for r in whole.runs}
+    assert [s.name for s in lean.copy.segments] == [names[1]] and len(lean.copy.segments[0].run) == 0
+    assert len(whole.copy.segments[0].run) > 0
+    (folder / names[1]).unlink()  # a copy written before the twins existed
+    old = open_copy(client, exp_id, _parent(client, parent_id), scratch=tmp, records_only=True)
+    assert [s.name for s in old.copy.segments] == [names[0]] and [r.run_id for r in old.runs] == [r.run_id for r in whole.runs]
