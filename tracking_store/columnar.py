@@ -60,14 +60,10 @@ def _record_json(record: RunRecord, end_time: int | None) -> dict:
             "tags": record.tags, "params": record.params, "metrics": record.metrics}
 
 
-def _meta(records: list[RunRecord], end_times: list[int | None], keys: list[str], written_ms: int) -> bytes:
+def encode_records(records: list[RunRecord], end_times: list[int | None], keys: list[str], written_ms: int) -> bytes:
+    """A segment's ``meta`` (UTF-8 JSON), which is also its twin file's content: its records alone, what status reads."""
     return json.dumps({"format": FORMAT, "written_ms": int(written_ms), "keys": list(keys),
                        "runs": [_record_json(r, e) for r, e in zip(records, end_times)]}).encode()
-
-
-def encode_records(records: list[RunRecord], end_times: list[int | None], keys: list[str], written_ms: int) -> bytes:
-    """A segment's records alone (its ``meta``, UTF-8 JSON): the twin file status reads."""
-    return _meta(records, end_times, keys, written_ms)
 
 
 def encode_segment(records: list[RunRecord], end_times: list[int | None], keys: list[str], history: pd.DataFrame,
@@ -80,7 +76,7 @@ def encode_segment(records: list[RunRecord], end_times: list[int | None], keys: 
     if runs.isna().any() or codes.isna().any():
         raise ValueError("a segment's history names a run or key the segment does not hold")
     buffer = io.BytesIO()
-    np.savez(buffer, meta=np.frombuffer(_meta(records, end_times, keys, written_ms), dtype=np.uint8),
+    np.savez(buffer, meta=np.frombuffer(encode_records(records, end_times, keys, written_ms), dtype=np.uint8),
              run=runs.to_numpy(np.int32), key=codes.to_numpy(np.int32),
              step=history["step"].to_numpy(np.int64), value=history["value"].to_numpy(np.float64))
     return buffer.getvalue()
