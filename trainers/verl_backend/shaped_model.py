@@ -75,9 +75,14 @@ def build(cache_dir: Path, name: str, seed: int = 0, log=print, **changes) -> Pa
     shape = shape_of(name, **changes)
     final = model_dir(cache_dir, name, seed, **changes)
     if not (final / assets.ASSET_MARKER).is_file():
-        log(f"building {final.name}: {parameter_count(shape):,} parameters with random weights, "
-            f"about {parameter_count(shape) * BYTES_PER_PARAMETER / 1e9:.2f} GB in bfloat16")
+        log(f"building {final.name}: {size_text(shape)}, random weights")
     return assets.build_once(final, lambda out: _build(out, shape, seed))
+
+
+def size_text(shape: dict) -> str:
+    """'596,049,920 parameters, 1.19 GB in bfloat16' for a shape (counted once, on the meta device)."""
+    n = parameter_count(shape)
+    return f"{n:,} parameters, {n * BYTES_PER_PARAMETER / 1e9:.2f} GB in bfloat16"
 
 
 def _spec(shape: dict, seed: int) -> dict:
@@ -154,11 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         print(smoke(args.shape))
         return 0
-    n = parameter_count(SHAPES[args.shape])
-    print(f"{args.shape}: {n:,} parameters, {n * BYTES_PER_PARAMETER / 1e9:.2f} GB in bfloat16 -> "
-          f"{model_dir(Path(args.cache_dir), args.shape, args.seed)}")
+    print(f"{args.shape}: {size_text(SHAPES[args.shape])} -> {model_dir(Path(args.cache_dir), args.shape, args.seed)}")
     if not args.plan:
-        print(build(Path(args.cache_dir), args.shape, args.seed))
+        print(build(Path(args.cache_dir), args.shape, args.seed, log=lambda line: None))  # the size is printed above
     return 0
 
 
