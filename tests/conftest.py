@@ -4,7 +4,9 @@ Temporary files (TMPDIR) are the session's under <repo>/.rt, and a session that 
 names in /tmp fails: tests/suite_tmp.py says how, and how an entry is told to be the suite's.
 """
 
+import functools
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -63,55 +65,40 @@ def pytest_configure(config):
         config.option.basetemp = str(root / f"p{os.getpid()}")
 
 
-# The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit
-# of work, given whole to the next free worker (module fixtures are built once); the slow end-to-end
-# files form two lanes of about equal length that run side by side, each file in the order listed.
-# Seconds: the whole suite's `--durations=60` on two workers and 2 cores (docs/testing.md has the run).
-SLOW_LANES = {
-    "lane-verl": (  # verl main_ppo on the CPU, the fresh-clone main command, the benchmarks: CPU-bound
-        "test_sweep_verl_e2e.py",          # ~180 s
-        "test_sweep_verl_cluster.py",      # ~320 s (one sweep in a module fixture)
-        "test_main_command.py",            # ~185 s (a new .venv, then the smoke sweep building the default base)
-        "test_cpu_main_ppo.py",            # ~55 s
-        "test_shipped_study_dynamics.py",  # ~65 s (the default base: main_command's, copied)
-        "test_benchmarks_smoke.py",        # ~570 s (the tracking-outage, sweep-scale and chaos smokes; chaos ~360 s)
-        "test_sweep_eval.py",              # ~45 s
-        "test_sweep_grid.py",              # ~60 s (a 6-trial grid with a selection split)
-    ),
-    "lane-local": (  # local-trainer sweeps, clusters, servers and outages: much waiting on processes
-        "test_sweep_cluster_server.py",    # ~300 s
-        "test_sweep_cli_e2e.py",           # ~355 s
-        "test_sweep_e2e.py",               # ~175 s
-        "test_sweep_store_postgres.py",    # ~40 s
-        "test_read_copy_server.py",        # a 6-trial synthetic sweep on an mlflow server, read both ways
-        "test_sweep_ui.py",                # ~25 s
-        "test_sweep_stop_e2e.py",          # ~30 s
-        "test_sweep_ui_terminal.py",       # ~7 s
-        "test_sweep_ui_grid.py",           # ~60 s (sweep ui of a grid, its view in Chromium)
-        "test_local_trainer.py",           # ~20 s
-        "test_synthetic_faults.py",        # ~40 s (three synthetic trials: a retried crash, a divergence, a crash each attempt)
-        "test_sweep_plugins.py",           # ~40 s (a toy backend and generator through sweep run and sweep eval)
-        "test_sample_results.py",          # ~60 s (lm-eval's own CLI, 4 runs, then sweep table on its samples)
-    ),
-}
-LANE_OF = {module: lane for lane, modules in SLOW_LANES.items() for module in modules}
+# The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit of
+# work, given whole to the next free worker (module fixtures are built once). A slow end-to-end file says in
+# itself which of the two lanes it runs in, `pytestmark = [pytest.mark.slow, pytest.mark.lane("verl")]`: a
+# lane is one unit of work (its files one after the other, in collection order), so the two lanes run side
+# by side while the fast files fill in around them. No file relies on another having run: what a file needs
+# (a built base, a finished sweep) comes from a fixture.
+LANES = ("verl", "local")
+_LANE_MARK = re.compile(r"""pytest\.mark\.lane\(\s*["'](\w+)["']\s*\)""")
 
 
-LANE_POSITION = {module: i for modules in SLOW_LANES.values() for i, module in enumerate(modules)}
+@functools.cache
+def lane_declared_in(path: str) -> str | None:
+    """The lane a test file declares (its `pytest.mark.lane("...")`), read from its source: xdist's scheduler
+    runs in the controller process, which sees node ids, not markers."""
+    try:
+        found = set(_LANE_MARK.findall(Path(path).read_text()))
+    except OSError:
+        return None
+    return found.pop() if len(found) == 1 else None
 
 
 def pytest_collection_modifyitems(config, items):
-    """A slow test in a file of no lane would run beside the lanes unplanned: named here instead. The
-    lanes' files run in the order SLOW_LANES lists them (the main command leaves the default base it
-    built for the shipped-study test); every other test keeps its place."""
-    stray = sorted({item.path.name for item in items if item.get_closest_marker("slow") and item.path.name not in LANE_OF})
-    if stray:
-        raise pytest.UsageError(f"tests/conftest.py: SLOW_LANES: slow tests in {stray}, which no lane lists; "
-                                "add each file to the lane whose length it balances best")
-    places = [i for i, item in enumerate(items) if item.path.name in LANE_OF]
-    in_lane_order = sorted((items[i] for i in places), key=lambda item: LANE_POSITION[item.path.name])  # stable
-    for i, item in zip(places, in_lane_order):
-        items[i] = item
+    """Every slow test is in a file that declares one known lane, at module level (a lane is a whole file)."""
+    wrong = set()
+    for item in items:
+        marks = [m.args[0] if m.args else None for m in item.iter_markers("lane")]
+        if item.get_closest_marker("slow") and not marks:
+            wrong.add(f"{item.path.name}: slow tests need the file's lane: pytestmark = [pytest.mark.slow, "
+                      f"pytest.mark.lane(NAME)], NAME one of {LANES}")
+        elif marks and (len(set(marks)) > 1 or marks[0] not in LANES or lane_declared_in(str(item.path)) != marks[0]):
+            wrong.add(f"{item.path.name}: pytest.mark.lane: expected one lane of {LANES} for the whole file "
+                      f"(in its pytestmark), got {sorted(set(map(str, marks)))}")
+    if wrong:
+        raise pytest.UsageError("tests/conftest.py: lanes: " + "; ".join(sorted(wrong)))
 
 
 @pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook is not known
@@ -124,6 +111,7 @@ def pytest_xdist_make_scheduler(config, log):
     class LaneScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
-            return LANE_OF.get(Path(file).name, file)
+            lane = lane_declared_in(str(Path(config.rootpath) / file))
+            return f"lane-{lane}" if lane else file
 
     return LaneScheduling(config, log)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.lane("verl")  # its slow tests' lane (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

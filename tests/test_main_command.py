@@ -1,7 +1,7 @@
 """The README's main command, as a new user runs it: a fresh `git clone`, then `bash scripts/main.sh`.
 
 Smoke size (`--smoke`: one seed, 4 steps per trial) so it fits the suite, but everything else is
-what a user gets: set-up of a new ./.venv by scripts/setup.sh, the live progress on (no
+what a user gets (the shipped base policy, not built): set-up of a new ./.venv by scripts/setup.sh, the live progress on (no
 --no-progress), the end-of-run report on, default paths (runs/, .cache/). The clone is of the
 repository's committed HEAD (in CI that is the submitted tree). Its set-up reads the wheels from this
 repository's uv cache (UV_CACHE_DIR, as a user with one cache for several clones sets it) instead of
@@ -18,10 +18,16 @@ from pathlib import Path
 
 import pytest
 
+from trainers.config import load_trial_config
+from trainers.local.shipped_bases import recipe
+from trainers.local.warmstart import base_key
+
 REPO = Path(__file__).resolve().parent.parent
 METHODS = ("GRPO", "GSPO", "GMPO", "CISPO", "DHPO-A", "DHPO-E")
+DEFAULT_BASE = base_key(load_trial_config(None, []))  # the default study's (tests/trainers/local/test_shipped_bases.py)
+DEFAULT_BASE_SHA1 = recipe(DEFAULT_BASE)["weights_sha1"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("verl"), pytest.mark.timeout(1800)]
 
 
 def _clone_dir() -> Path:
@@ -37,26 +43,6 @@ def _clone_dir() -> Path:
 
 def _listing(directory: Path) -> set[str]:
     return {str(p) for p in directory.rglob("*")} if directory.is_dir() else set()
-
-
-def _keep_built_bases(clone: Path) -> None:
-    """The base the clone built from scratch (the default study's: --smoke keeps its warm start) goes into
-    the repository's own cache where that lacks it: the bytes a first run there would build, so that
-    tests/sweeps/test_shipped_study_dynamics.py, after this file in its lane (tests/conftest.py), does
-    not spend minutes building them again."""
-    cache = REPO / ".cache" / "base_models"
-    for ready in sorted((clone / ".cache" / "base_models").glob("*/READY")):
-        target = cache / ready.parent.name
-        if target.exists():
-            continue
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = cache / f".{ready.parent.name}.from-clone"
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(ready.parent, partial)
-        try:
-            partial.rename(target)  # whole or not at all
-        except OSError:  # built there meanwhile
-            shutil.rmtree(partial, ignore_errors=True)
 
 
 STATUS_EVERY_S = 5
@@ -83,6 +69,9 @@ def test_main_command_smoke_from_a_fresh_clone():
         out = result.stdout + result.stderr
         assert result.returncode == 0, out[-6000:]
         assert "dhpo_vs_baselines_smoke done in" in out and "'FINISHED': 6" in out
+        # the default study starts from the shipped base policy: nothing built, its bytes named
+        assert "building base policy" not in out, out[-6000:]
+        assert f"base policy {DEFAULT_BASE}: weights sha1 {DEFAULT_BASE_SHA1[:8]}" in out
         # piped, as a batch job: a status line every STATUS_EVERY_S from the start, a line per trial start and end
         elapsed = [_seconds(m) for m in re.findall(r"^\[status (\d+m\d+s)\] sweep dhpo_vs_baselines_smoke: ", out, re.M)]
         assert len(elapsed) >= 3 and elapsed[0] < 60, out[-6000:]  # the first once Ray is up, then every 5 s
@@ -98,7 +87,6 @@ def test_main_command_smoke_from_a_fresh_clone():
         md = (report / "table.md").read_text()
         assert all(f"| {m} |" in md for m in METHODS)
         assert _listing(Path.home() / ".ray") == ray_home_before  # Ray wrote nothing to ~/.ray (token, sessions)
-        _keep_built_bases(clone)
     finally:
         subprocess.run(["pkill", "-9", "-f", f"{clone}/"], check=False)  # its .venv's and runs/' processes, not m10's
         shutil.rmtree(clone, ignore_errors=True)

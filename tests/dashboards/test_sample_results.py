@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from sweeps.cli import app
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 BENCHES = ("easy", "hard")
 
 

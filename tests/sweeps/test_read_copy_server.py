@@ -18,6 +18,8 @@ from tracking_store.read_copy import open_copy
 from tracking_store.roles import PARENT, TRIAL, role_filter
 from tracking_store.tables import RunRecord
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 NAME = "copy_e2e"
 
 

@@ -1,7 +1,7 @@
 """The shipped objective_dynamics study keeps the objectives' mechanisms active, the default study does not.
 
-The GRPO trial of each shipped spec runs its first training steps on the built-in trainer (the real
-cached base of each spec, evaluation cut to a few problems): objective_dynamics.yaml must clip a
+The GRPO trial of each shipped spec runs its first training steps on the built-in trainer (from each spec's
+shipped base policy, trainers/local/bases/; evaluation cut to a few problems): objective_dynamics.yaml must clip a
 share of tokens that the default dhpo_vs_baselines.yaml, with 2 on-policy-ish updates per rollout,
 almost never does (docs/results.md, objective_dynamics.yaml: ~6% against ~0.05% over 200 steps).
 """
@@ -16,13 +16,12 @@ from sweeps.specs.load import load_spec
 from trainers.config import TrialConfig, apply_overrides
 from trainers.local.trainer import train
 
-# Two real bases (~2.5 min each on 2 cores when not cached yet) and 2 x 12 training steps.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# 2 x 12 training steps from the two shipped bases (tests/trainers/local/test_shipped_bases.py checks both are).
+pytestmark = [pytest.mark.slow, pytest.mark.lane("verl"), pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 12
-SHORT = [f"trainer.steps={STEPS}", f"trainer.eval_every={STEPS}", "trainer.eval_k=1", "data.eval_size=4",
-         f"local.warm_start.cache_dir={REPO / '.cache' / 'base_models'}"]
+SHORT = [f"trainer.steps={STEPS}", f"trainer.eval_every={STEPS}", "trainer.eval_k=1", "data.eval_size=4"]
 
 
 def grpo_clip_fractions(spec_name: str) -> list[float]:

@@ -26,7 +26,7 @@ import yaml
 from sweep_testlib import (children, client_for, refusal_without_token, short_cwd, steps_of, store_ready, subprocess_env,
                            sweep_exe, wait_for, write_spec)
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(900)]
 
 
 def sweep(cwd: Path, *args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -34,6 +34,8 @@ from cluster_testlib import (SECRET, MlflowServer, RayCluster, driver_env, venv_
 from sweep_testlib import short_cwd, steps_of, wait_for, write_spec
 
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 @pytest.fixture(scope="module")
 def cluster():
     c = RayCluster()

@@ -18,7 +18,7 @@ from sweep_testlib import (
                            refresh_ray_auth, short_ray_dir, steps_of, store_ready, subprocess_env, sweep_command, wait_for, write_spec,
                            )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(900)]
 
 
 @pytest.fixture(autouse=True)

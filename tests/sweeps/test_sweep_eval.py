@@ -23,7 +23,7 @@ from evaluators.verdicts import loads
 from evaluators.verifier import verify_answer
 from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe, write_spec
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("verl"), pytest.mark.timeout(900)]
 STEPS = 4
 
 

@@ -17,6 +17,8 @@ from sweep_testlib import client_for, kill_ray_processes, refresh_ray_auth, shor
 from trainers.config import TrialConfig
 from trainers.local.data import load_data, load_selection
 
+pytestmark = pytest.mark.lane("verl")  # its slow tests' lane (tests/conftest.py)
+
 
 def test_the_selection_split_is_other_problems_of_the_same_generator():
     cfg = TrialConfig()

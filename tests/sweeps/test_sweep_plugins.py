@@ -15,7 +15,7 @@ import yaml
 
 from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(600)]
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "plugins"
 

@@ -12,7 +12,7 @@ import yaml
 
 from sweep_testlib import children, client_for, short_cwd, steps_of, subprocess_env, sweep_exe, write_spec
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(900)]
 
 
 def sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:

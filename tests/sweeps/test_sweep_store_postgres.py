@@ -17,6 +17,8 @@ from mlflow.tracking import MlflowClient
 from cluster_testlib import SECRET, driver_env, free_port, kill_pids, pids_under, start_sweep, sweep
 from sweep_testlib import REPO, short_cwd, wait_for, write_spec
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 
 def _postgres_bin(name: str) -> str | None:
     import shutil

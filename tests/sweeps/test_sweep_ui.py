@@ -59,7 +59,7 @@ from sweeps.tracking.sweep_runs import KIND_TAG, MODEL_TRAINING, SweepTracker
 from sweeps.ui.server import answers
 from sweeps.ui.views import MAX_TAG_VALUE, view_state, view_tag
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(600)]
 
 SWEEP = "ui_compare"
 BENCHMARKS = ("easy", "medium", "hard")  # the default config's benchmarks

@@ -18,7 +18,7 @@ from sweeps.tracking.sweep_runs import SweepTracker
 from sweeps.ui.server import answers
 from sweeps.ui.views import view_state
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(600)]
 
 SWEEP = "ui_grid"
 PAGE = re.compile(r"^(grid of \S+ \(parallel coordinates\)|curves of \S+ \(grouped by method\)|trials of \S+ \(table\)"

@@ -21,7 +21,7 @@ from test_sweep_ui import free_port, stop_group
 
 from tracking_store.client import open_client
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("local"), pytest.mark.timeout(300)]
 
 
 def sweep_ui(cwd: Path, *args: str, timeout: float) -> tuple[int, str, str, float]:

@@ -13,6 +13,8 @@ the same bytes, built once for the suite; the build is tests/trainers/verl_backe
 from __future__ import annotations
 
 import csv
+import json
+import math
 import os
 import signal
 import subprocess
@@ -23,7 +25,7 @@ from sweep_testlib import (
     children, client_for, seed_verl_base, short_cwd, steps_of, store_ready, subprocess_env, sweep_exe, wait_for,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane("verl"), pytest.mark.timeout(1500)]
 
 SPEC = "verl_cpu_smoke.yaml"
 STEPS, EVAL_EVERY, CHECKPOINT_EVERY = 20, 10, 4  # as configs/sweeps/verl_cpu_smoke.yaml sets them
@@ -85,9 +87,14 @@ def test_verl_cpu_smoke_runs_as_documented_survives_a_killed_driver_and_resumes_
     assert f"global_step_{resumed_step}" in resumed or f"global_step_{resumed_step - CHECKPOINT_EVERY}" in resumed
     assert "trainer.val_before_train=False" in resumed
     assert int(kids["grpo.s0"].data.tags["ray.resumed_from"]) in (resumed_step, resumed_step - CHECKPOINT_EVERY)
-    first_attempt = [int(line.split('"step":')[1].split(",")[0])
-                     for line in (trial_dir / "attempt-2" / "metrics.jsonl").read_text().splitlines()]
-    assert first_attempt[0] > 0 and first_attempt[-1] == STEPS  # verl itself continued, no step 0 again
+    resumed_lines = [json.loads(line) for line in (trial_dir / "attempt-2" / "metrics.jsonl").read_text().splitlines()]
+    assert resumed_lines[0]["step"] > 0 and resumed_lines[-1]["step"] == STEPS  # verl itself continued, no step 0 again
+    # verl's own records of both attempts: the zoo_hf rollout's token log-probs are the FSDP actor's (fp32 on the CPU)
+    for attempt in attempts:
+        lines = [json.loads(line) for line in (trial_dir / attempt / "metrics.jsonl").read_text().splitlines()]
+        trained = [line["data"] for line in lines if "actor/entropy" in line["data"]]
+        assert trained and all(data["training/rollout_probs_diff_max"] < 1e-3 for data in trained), attempt
+        assert all(0 < data["response_length/mean"] <= 64 and math.isfinite(data["actor/pg_loss"]) for data in trained)
 
     # the table of the paper layout, from the same command
     table = cwd / "runs" / "verl_cpu_smoke" / "report" / "table.csv"

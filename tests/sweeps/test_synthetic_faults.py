@@ -11,6 +11,8 @@ import yaml
 
 from sweep_testlib import children, client_for, kill_ray_processes, short_cwd, short_ray_dir, steps_of, subprocess_env, sweep_command
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 
 GRPO, GSPO, CISPO = "grpo-fail_at_step3.s0", "gspo-diverge_at_step2.s0", "cispo-fail_at_step2-fail_attempts0.s0"
 

@@ -82,13 +82,16 @@ def supervised_batch(tokenizer, problems: list[Problem], device: torch.device, t
     return ids, mask, loss_mask
 
 
-def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=print) -> None:
+def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=print,
+               stop_after: int | None = None) -> None:
     """Supervised fine-tuning of ``model`` in place on the problems' reference solutions.
 
     An ``answer_noise`` share of the targets (drawn independently of the prompt) keeps the correct
     reasoning but reports a wrong final answer, so the base policy often fails to report what it
     computed, on any problem: a prompt-independent flaw that RL with a verifier can remove, like
-    the formatting and consistency habits RLVR fixes in real base models.
+    the formatting and consistency habits RLVR fixes in real base models. ``stop_after`` ends it after that
+    many of its ``local.warm_start.steps`` steps (the same schedule): the recipe's prefix that
+    ``trainers/local/shipped_bases.py`` checks a shipped base against.
     """
     import torch
     import torch.nn.functional as F
@@ -99,7 +102,7 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
     opt = torch.optim.AdamW(model.parameters(), lr=w.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(w.steps, 1)))
     model.train()
-    for step in range(w.steps):
+    for step in range(w.steps if stop_after is None else min(stop_after, w.steps)):
         batch = rng.sample(problems, min(w.batch_size, len(problems)))
         targets = [noisy_solution(p, rng) if p.answer.isdigit() and rng.random() < w.answer_noise else p.solution
                    for p in batch]
@@ -119,52 +122,69 @@ def warm_start(model, tokenizer, problems: list[Problem], cfg: TrialConfig, log=
     model.eval()
 
 
-def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=print) -> Path:
-    """Return the cached base directory for ``cfg``, building it (once, under a lock) if missing."""
+def build_base(cfg: TrialConfig, train_problems: list[Problem], log=print, stop_after: int | None = None):
+    """The base policy of ``cfg`` built in memory: (model, tokenizer). Nothing is cached or read from the cache."""
     import torch
 
     from policy.model import resolve_device
     from trainers.local.model import build_char_tokenizer, build_tiny_model
 
+    device = resolve_device(cfg.local.device)
+    apply_numerics(cfg.local)  # NumericsError when the mode does not hold in this process
+    # The base is a function of its config only: the warm start's float sums depend on torch's
+    # thread count, so it runs on local.threads whoever calls (a trainer, `sweep eval`, a test).
+    caller_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.local.threads)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(BASE_INIT_SEED)
+            if cfg.model.path:
+                from policy.model import load_policy
+
+                model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
+            else:
+                tokenizer = build_char_tokenizer(cfg.local.tokenizer)
+                model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
+            if cfg.local.warm_start.steps:
+                warm_start(model, tokenizer, train_problems, cfg, log, stop_after=stop_after)
+    finally:
+        torch.set_num_threads(caller_threads)
+    return model, tokenizer
+
+
+def save_base(model, tokenizer, target: Path, key: str, seconds: float, numerics: str) -> None:
+    """Write a built base to ``target`` whole or not at all (via ``<target>.tmp``), its READY file last."""
+    tmp = target.with_name(f"{target.name}.tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "READY").write_text(json.dumps({"key": key, "seconds": round(seconds, 1), "sha1": weights_sha1(tmp),
+                                           "numerics": numerics}))
+    if target.exists():  # a half-written directory from a killed builder
+        import shutil
+
+        shutil.rmtree(target)
+    tmp.rename(target)
+
+
+def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=print) -> Path:
+    """Return the base directory for ``cfg``: the shipped one when the repository carries it
+    (trainers/local/shipped_bases.py), else the cached one, built (once, under a lock) if missing."""
+    from trainers.local.shipped_bases import shipped_base
+
+    key = base_key(cfg)
+    shipped = shipped_base(key)
+    if shipped is not None:
+        return shipped
     root = Path(cfg.local.warm_start.cache_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    key = base_key(cfg)
     target = root / key
     with FileLock(str(root / f"{key}.lock")):
         if (target / "READY").exists():
             return target
         started = time.time()
         log(f"building base policy {key} ({cfg.local.warm_start.steps} warm-start steps) ...")
-        device = resolve_device(cfg.local.device)
-        apply_numerics(cfg.local)  # NumericsError when the mode does not hold in this process
-        # The base is a function of its config only: the warm start's float sums depend on torch's
-        # thread count, so it runs on local.threads whoever calls (a trainer, `sweep eval`, a test).
-        caller_threads = torch.get_num_threads()
-        torch.set_num_threads(cfg.local.threads)
-        try:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(BASE_INIT_SEED)
-                if cfg.model.path:
-                    from policy.model import load_policy
-
-                    model, tokenizer = load_policy(cfg.model.path, device, cfg.local.dtype, lean=False)  # HF forward + save
-                else:
-                    tokenizer = build_char_tokenizer(cfg.local.tokenizer)
-                    model = build_tiny_model(cfg.local, tokenizer, seed=BASE_INIT_SEED).to(device)
-                if cfg.local.warm_start.steps:
-                    warm_start(model, tokenizer, train_problems, cfg, log)
-        finally:
-            torch.set_num_threads(caller_threads)
-        tmp = root / f"{key}.tmp"
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "READY").write_text(json.dumps({"key": key, "seconds": round(time.time() - started, 1),
-                                               "sha1": weights_sha1(tmp), "numerics": cfg.local.numerics}))
-        if target.exists():  # a half-written directory from a killed builder
-            import shutil
-
-            shutil.rmtree(target)
-        tmp.rename(target)
+        model, tokenizer = build_base(cfg, train_problems, log)
+        save_base(model, tokenizer, target, key, time.time() - started, cfg.local.numerics)
         log(f"base policy {key} ready in {time.time() - started:.1f}s at {target} "
             f"(weights sha1 {weights_sha1(target)[:8]}, local.numerics: {cfg.local.numerics})")
         return target
@@ -172,7 +192,10 @@ def ensure_base_checkpoint(cfg: TrialConfig, train_problems: list[Problem], log=
 
 def base_fingerprint(cfg: TrialConfig) -> str | None:
     """The backend hook: one line naming the base policy of ``cfg`` by its weights' sha1 (None if not built)."""
-    target = Path(cfg.local.warm_start.cache_dir).resolve() / base_key(cfg)
+    from trainers.local.shipped_bases import shipped_base
+
+    key = base_key(cfg)
+    target = shipped_base(key) or Path(cfg.local.warm_start.cache_dir).resolve() / key
     if not (target / "READY").exists():
         return None
     return f"base policy {target.name}: weights sha1 {weights_sha1(target)[:8]} (local.numerics: {cfg.local.numerics})"
@@ -191,6 +214,59 @@ def base_model_dir(cfg: TrialConfig, log=print) -> Path:
     from trainers.local.data import load_data
 
     return ensure_base_checkpoint(cfg, load_data(cfg)[0], log)
+
+
+def ship(cfg: TrialConfig, args: list[str], log=print) -> Path:
+    """Build the base of ``cfg`` from scratch into the repository's shipped bases (trainers/local/shipped_bases.py)
+    with its RECIPE.json: ``args`` (the command's overrides), the weights' sha1 and the recipe's probe."""
+    from datetime import date
+
+    from trainers.local.data import load_data
+    from trainers.local.shipped_bases import PROBE_STEPS, RECIPE_FILE, SHIPPED_DIR, state_sha1
+
+    if cfg.model.path:
+        raise ConfigError(f"--ship: model.path={cfg.model.path!r}: only the built-in tiny Qwen3 is shipped; a "
+                          "user's model is built into local.warm_start.cache_dir")
+    key, problems = base_key(cfg), load_data(cfg)[0]
+    probe = state_sha1(build_base(cfg, problems, log=lambda line: None, stop_after=PROBE_STEPS)[0])
+    started = time.time()
+    log(f"building base policy {key} ({cfg.local.warm_start.steps} warm-start steps) to ship ...")
+    model, tokenizer = build_base(cfg, problems, log)
+    SHIPPED_DIR.mkdir(parents=True, exist_ok=True)
+    target = SHIPPED_DIR / key
+    save_base(model, tokenizer, target, key, time.time() - started, cfg.local.numerics)
+    sha1 = weights_sha1(target)
+    (target / "READY").write_text(json.dumps({"key": key, "sha1": sha1, "numerics": cfg.local.numerics}))  # no timing
+    (target / RECIPE_FILE).write_text(json.dumps({
+        "key": key, "args": list(args), "command": " ".join(["python -m trainers.local.warmstart --ship", *args]),
+        "weights_sha1": sha1, "probe_steps": PROBE_STEPS, "probe_sha1": probe, "numerics": cfg.local.numerics,
+        "warm_start_steps": cfg.local.warm_start.steps, "build_seconds": round(time.time() - started, 1),
+        "built": date.today().isoformat()}, indent=1) + "\n")
+    log(f"shipped base policy {key} written to {target} (weights sha1 {sha1[:8]}, probe {probe[:8]})")
+    return target
+
+
+def check_shipped(key: str) -> list[str]:
+    """What is wrong with a shipped base (empty: nothing): its bytes against its RECIPE.json, its recipe's
+    key, and the recipe's first ``probe_steps`` warm-start steps rebuilt against the recorded probe."""
+    from trainers.local.data import load_data
+    from trainers.local.shipped_bases import recipe, shipped_base, state_sha1
+
+    made = recipe(key)
+    rebuild = f"rebuild it: {made['command']}"
+    problems = []
+    if weights_sha1(shipped_base(key)) != made["weights_sha1"]:
+        problems.append(f"{key}: the weights' sha1 is not RECIPE.json's {made['weights_sha1'][:8]} (changed files)")
+    cfg = load_trial_config(None, made["args"])
+    if base_key(cfg) != key:
+        problems.append(f"{key}: its recipe ({made['args']}) now has base key {base_key(cfg)} (the warm start's "
+                        f"config or FORMAT_VERSION changed); {rebuild}")
+        return problems
+    probe = state_sha1(build_base(cfg, load_data(cfg)[0], log=lambda line: None, stop_after=made["probe_steps"])[0])
+    if probe != made["probe_sha1"]:
+        problems.append(f"{key}: the recipe's first {made['probe_steps']} warm-start steps give weights sha1 "
+                        f"{probe[:8]}, not the recorded {made['probe_sha1'][:8]} (the warm start changed); {rebuild}")
+    return problems
 
 
 SMOKE_OVERRIDES = ["local.warm_start.steps=20"]
@@ -238,9 +314,26 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"build a small base ({' '.join(SMOKE_OVERRIDES)}) in a fresh ./.warmstart-smoke-*/ "
                              "cache, find it again, remove the folder (seconds)")
     parser.add_argument("--keep", action="store_true", help="with --smoke: keep that folder")
+    parser.add_argument("--ship", action="store_true",
+                        help="build the base from scratch into the repository's shipped bases (trainers/local/bases/, "
+                             "with its RECIPE.json), the base `sweep run` then uses without building (minutes)")
+    parser.add_argument("--check-shipped", action="store_true",
+                        help="check every shipped base: its bytes, its key, and its recipe's first warm-start steps "
+                             "rebuilt against the recorded sha1 (seconds each); exit 1 naming what differs")
     ns = parser.parse_intermixed_args(argv)
     if ns.keep and not ns.smoke:
         parser.error("--keep goes with --smoke")
+    if sum((ns.smoke, ns.ship, ns.check_shipped)) > 1:
+        parser.error("--smoke, --ship and --check-shipped are separate modes: give one")
+    if ns.check_shipped:
+        if ns.args:
+            parser.error("--check-shipped takes no config: each shipped base's RECIPE.json gives its own")
+        from trainers.local.shipped_bases import shipped_keys
+
+        set_kernel_env("reproducible")  # the shipped bases' mode; a recipe in another mode is refused by build_base
+        wrong = [line for key in shipped_keys() for line in check_shipped(key)]
+        print("\n".join(wrong) if wrong else f"shipped bases ok: {', '.join(shipped_keys())}")
+        return 1 if wrong else 0
     try:
         path, overrides = split_args(ns.args)
         cfg = load_trial_config(path, (SMOKE_OVERRIDES if ns.smoke else []) + overrides)
@@ -250,6 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     set_kernel_env(cfg.local.numerics)  # before torch loads: its kernels are chosen at its first operation
     if ns.smoke:
         smoke(cfg, keep=ns.keep)
+    elif ns.ship:
+        try:
+            ship(cfg, overrides)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     else:
         print(base_model_dir(cfg))
     return 0

@@ -14,6 +14,8 @@ from trainers.config import ConfigError, load_trial_config
 from trainers.local.trainer import train
 from trainers.objectives import OBJECTIVES
 
+pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[3]
 SMALL = ["trainer.steps=4", "trainer.eval_every=2", "trainer.prompts_per_step=2", "trainer.group_size=4",
          "trainer.max_new_tokens=24", "trainer.eval_k=1", "data.eval_size=4", "data.train_size=200",

@@ -10,6 +10,8 @@ from policy.lean_checkpoint import LeanTokenizer
 from trainers.local.model import RESPONSE_TAGS, build_char_tokenizer
 from trainers.local.warmstart import base_key
 
+pytestmark = pytest.mark.lane("local")  # its slow test's lane (tests/conftest.py)
+
 
 def test_native_base_key_is_unchanged_by_the_tokenizer_and_numerics_options():
     # Bases cached before local.tokenizer and local.numerics existed (native kernels) stay valid: their
@@ -47,6 +49,7 @@ def test_char_tags_makes_each_tag_one_token_and_round_trips(tmp_path):
     assert lean.eos_token_id == tags.eos_token_id == 1
 
 
+@pytest.mark.slow  # two warm starts of a larger tiny model
 def test_the_base_is_the_same_whatever_thread_count_the_caller_has(tmp_path):
     """The warm start's float sums depend on torch's thread count: a base built by a process with 2
     threads (sweep eval, a test, a benchmark) once differed from a trainer's (local.threads: 1) under
