@@ -66,11 +66,12 @@ def pytest_configure(config):
 
 
 # The test command runs two pytest-xdist workers (`-n 2`, scripts/test.sh). Each test file is one unit of
-# work, given whole to the next free worker (module fixtures are built once). A slow end-to-end file says in
-# itself which of the two lanes it runs in, `pytestmark = [pytest.mark.slow, pytest.mark.lane("verl")]`: a
-# lane is one unit of work (its files one after the other, in collection order), so the two lanes run side
-# by side while the fast files fill in around them. No file relies on another having run: what a file needs
-# (a built base, a finished sweep) comes from a fixture.
+# work, given whole to the next free worker (module fixtures are built once). The long end-to-end files (minutes
+# each) say in themselves which of two lanes they run in, `pytestmark = [pytest.mark.slow, pytest.mark.lane("verl")]`:
+# a lane is one unit of work (its files one after the other, in collection order), so the two lanes run side by
+# side while the other files fill in around them. No file relies on another having run: what a file needs (a
+# built base, a finished sweep) comes from a fixture. `slow` marks what the fast tier (-m "not slow") leaves out:
+# every test that starts Ray, a server, a subprocess or a training run.
 LANES = ("verl", "local")
 _LANE_MARK = re.compile(r"""pytest\.mark\.lane\(\s*["'](\w+)["']\s*\)""")
 
@@ -87,16 +88,13 @@ def lane_declared_in(path: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every slow test is in a file that declares one known lane, at module level (a lane is a whole file)."""
+    """A lane is one of LANES, declared once for a whole file (in its pytestmark)."""
     wrong = set()
     for item in items:
-        marks = [m.args[0] if m.args else None for m in item.iter_markers("lane")]
-        if item.get_closest_marker("slow") and not marks:
-            wrong.add(f"{item.path.name}: slow tests need the file's lane: pytestmark = [pytest.mark.slow, "
-                      f"pytest.mark.lane(NAME)], NAME one of {LANES}")
-        elif marks and (len(set(marks)) > 1 or marks[0] not in LANES or lane_declared_in(str(item.path)) != marks[0]):
+        marks = {m.args[0] if m.args else None for m in item.iter_markers("lane")}
+        if marks and (len(marks) > 1 or not marks <= set(LANES) or lane_declared_in(str(item.path)) not in marks):
             wrong.add(f"{item.path.name}: pytest.mark.lane: expected one lane of {LANES} for the whole file "
-                      f"(in its pytestmark), got {sorted(set(map(str, marks)))}")
+                      f"(in its pytestmark), got {sorted(map(str, marks))}")
     if wrong:
         raise pytest.UsageError("tests/conftest.py: lanes: " + "; ".join(sorted(wrong)))
 

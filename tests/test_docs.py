@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import pytest
 import re
 import subprocess
 import sys
@@ -72,6 +73,7 @@ def _mkdocs_config() -> dict:
     return yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path):
     site = tmp_path / "site"
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",

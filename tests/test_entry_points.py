@@ -81,6 +81,7 @@ def _run(module: str, *args: str, cwd: Path, timeout: int, python_flags: tuple[s
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_the_runnable_modules_are_the_documented_ones():
     found = runnable_modules()
     assert SWEEP_COMMAND in found
@@ -97,6 +98,7 @@ def test_the_smokes_run_elsewhere_are_there(module):
     assert "--smoke" in test and (module in text or module.replace(".", "/") in text), ALREADY_SMOKED[module]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ENTRY_POINTS)
 def test_help_shows_smoke_without_heavy_imports(module, tmp_path):
     done = _run(module, "--help", cwd=tmp_path, timeout=120, python_flags=("-X", "importtime"))
@@ -106,12 +108,14 @@ def test_help_shows_smoke_without_heavy_imports(module, tmp_path):
     assert not imported & set(HEAVY), f"--help imports {sorted(imported & set(HEAVY))}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["trainers.config", "trainers.objectives", "trainers.verl_backend.launch"])
 def test_a_bad_argument_exits_2(module, tmp_path):
     done = _run(module, "--no-such-option", cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "unrecognized arguments: --no-such-option" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(SMOKE_SAYS))
 def test_smoke(module, tmp_path):
     done = _run(module, "--smoke", cwd=tmp_path, timeout=300)

@@ -31,6 +31,7 @@ def run_script(*args, cwd=REPO, timeout=180):
                           stdin=subprocess.DEVNULL, timeout=timeout)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")
 def test_without_a_gpu_it_says_so_runs_nothing_and_exits_3(tmp_path):
     out = tmp_path / "gc"
@@ -40,6 +41,7 @@ def test_without_a_gpu_it_says_so_runs_nothing_and_exits_3(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_dry_run_shows_every_part_and_the_gpu_specs_main_ppo_commands(tmp_path):
     proc = run_script("--dry-run", "--out", str(tmp_path / "gc"), "--only", "verl-sweep")
     assert proc.returncode == 0, proc.stderr
@@ -79,6 +81,7 @@ def test_a_failing_part_is_failed_with_its_exit_code_and_log(tmp_path, capsys):
     assert ok.status == "ok" and ok.wall_s is not None
 
 
+@pytest.mark.slow
 def test_a_part_past_its_time_is_ended_with_its_children(tmp_path):
     """The part's leader ends on SIGTERM; its child ignores SIGTERM and outlives it, and is killed too."""
     pid_file = tmp_path / "child.pid"

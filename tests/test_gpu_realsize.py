@@ -31,6 +31,7 @@ def run_script(*args, timeout=180):
                           stdin=subprocess.DEVNULL, timeout=timeout)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")
 def test_without_a_gpu_it_says_so_runs_nothing_and_exits_3(tmp_path):
     proc = run_script("--out", str(tmp_path / "rs"))
@@ -38,6 +39,7 @@ def test_without_a_gpu_it_says_so_runs_nothing_and_exits_3(tmp_path):
     assert not (tmp_path / "rs").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_shows_each_part_and_the_specs_commands(tmp_path):
     proc = run_script("--dry-run", "--only", "sweep,eval", "--out", str(tmp_path / "rs"))
     assert proc.returncode == 0, proc.stderr

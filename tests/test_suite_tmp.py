@@ -4,6 +4,7 @@ in /tmp fails, naming it."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import re
 import subprocess
@@ -25,6 +26,7 @@ print(tempfile.gettempdir())
 """
 
 
+@pytest.mark.slow
 def test_every_process_of_the_session_has_its_temp_dir_in_the_repository(tmp_path):
     here = Path(tempfile.gettempdir())
     assert here == Path(os.environ["TMPDIR"]) and here.parent == REPO / ".rt" and here.name.startswith("tmp-")

@@ -60,6 +60,7 @@ def test_performance_profile_is_the_share_of_scores_above_each_threshold():
     assert np.all(low <= share) and np.all(share <= high) and low.min() >= 0 and high.max() <= 1
 
 
+@pytest.mark.slow
 def test_aggregate_intervals_cover_on_simulated_studies_where_the_stratified_bootstrap_did_not():
     """A run's seed effect shared by its benchmarks, 3 seeds: the stratified bootstrap's interval of the
     mean covered 0.54 of the time; the whole-run t-interval covers ~0.95."""

@@ -4,12 +4,14 @@ bounds the earlier test (the block's pooled seed spread, symmetric intervals) fa
 
 from __future__ import annotations
 
+import pytest
 import numpy as np
 
 from dashboards.stats.score_simulation import format_report, main, null_rates, power
 from dashboards.stats.study_model import SCENARIOS
 
 
+@pytest.mark.slow
 def test_a_method_three_times_less_stable_keeps_the_level_with_its_own_spread_and_not_with_the_pooled_one():
     shape = SCENARIOS["unstable-3x"]
     own = null_rates(shape, tables=120, seed=11)
@@ -21,6 +23,7 @@ def test_a_method_three_times_less_stable_keeps_the_level_with_its_own_spread_an
     assert np.mean(list(own.rejection["others"].values())) <= 0.07
 
 
+@pytest.mark.slow
 def test_cell_intervals_at_the_floor_miss_about_equally_on_both_sides():
     """A hard benchmark at ~5% with 30 problems: the symmetric t-interval missed on one side 4-7% of the time
     and left [0, 100]; the score interval keeps each side's miss near 2.5%."""

@@ -111,6 +111,7 @@ def test_the_extrapolation_check_holds_on_a_sigmoid_and_misses_a_collapse():
     assert "collapse" in fall.note and "peaked at x = 120" in fall.note
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_reduced_calibration_recovers_A_and_covers_it():
     """60 studies with a large seed spread against a small evaluation noise: A unbiased, its 95% interval covers
@@ -130,6 +131,7 @@ def test_reduced_calibration_recovers_A_and_covers_it():
     assert 0.88 <= hits / identified <= 1.0, hits / identified
 
 
+@pytest.mark.slow
 def test_the_calibration_benchmark_smoke_prints_every_case_and_draws(tmp_path):
     import subprocess
     import sys

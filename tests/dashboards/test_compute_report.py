@@ -26,6 +26,7 @@ def curves_store(tmp_path_factory):
     return uri, collect("curves", tracking_uri=uri)
 
 
+@pytest.mark.slow
 def test_the_report_writes_fits_figures_html_and_parent_run_metrics(curves_store, tmp_path):
     from mlflow import MlflowClient
 
@@ -88,6 +89,7 @@ def test_a_grid_of_many_configs_is_not_fitted_and_says_why():
     assert section is None and f"{MAX_FAMILIES + 1} method/config curve families" in notes[-1]
 
 
+@pytest.mark.slow
 def test_several_models_get_a_figure_each_and_their_own_fits(curves_store, tmp_path):
     """Two models: one `compute_curves_<model>` figure each, and every method fitted once per model."""
     from dashboards.report.compute_section import compute_section

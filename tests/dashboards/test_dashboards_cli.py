@@ -81,6 +81,7 @@ def test_help_texts_have_examples_and_list_the_choices(app):
     assert {"latex", "md", "html", "csv"} <= words("table")
 
 
+@pytest.mark.slow
 def test_report_command_on_a_store(app, known_store, tmp_path):
     out = tmp_path / "rep"
     r = CliRunner().invoke(app, ["report", known_store.sweep, "--tracking-uri", known_store.uri, "--out", str(out),
@@ -107,6 +108,7 @@ def test_report_command_on_a_store(app, known_store, tmp_path):
     assert r.exit_code == 2 and "unknown sweep 'nope'" in r.output
 
 
+@pytest.mark.slow
 def test_a_warning_reaches_the_console_as_one_note_line_never_as_pythons_print(known_store, tmp_path):
     """A warning inside `sweep report` or `sweep table` (here: a --benchmarks column with no values) is one
     `note:` line on stderr, not Python's `file:line: UserWarning: ...` and its source line; run as a user runs
@@ -148,6 +150,7 @@ def documented_report_files() -> dict[str, re.Pattern]:
             for n in names}
 
 
+@pytest.mark.slow
 def test_the_documented_report_folder_is_what_sweep_report_writes(known_store, tmp_path):
     """Every file `sweep report` writes (every format, as a user runs it: a process of its own) is in the docs'
     table of the report folder, and every file there is written (but those REPORT_FOLDER_UNSEEN says why not)."""
@@ -177,6 +180,7 @@ print(result.exit_code, "mlflow" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_report_on_a_sqlite_store_logs_in_place_without_importing_mlflow(tmp_path):
     """On the sqlite default `sweep report` reads the tables and writes its files and the parent run's
     description itself (tracking_store/run_files.py): MLflow is never imported, and MLflow reads them back."""
@@ -201,6 +205,7 @@ def test_report_on_a_sqlite_store_logs_in_place_without_importing_mlflow(tmp_pat
     assert table.splitlines()[0] in note and table.splitlines()[2] in note
 
 
+@pytest.mark.slow
 def test_report_command_reads_spec_section(app, known_store, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: known\nseeds: [0, 1]\nreport:\n  table: {select_by: val/avg/acc, at: best}\n"
@@ -215,6 +220,7 @@ def test_report_command_reads_spec_section(app, known_store, tmp_path):
     assert r.exit_code == 2 and "did you mean 'table'" in r.output
 
 
+@pytest.mark.slow
 def test_smoke_mode_runs_in_a_temp_dir_inside_cwd(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "dashboards", "--smoke"], cwd=tmp_path, env=env,

@@ -91,6 +91,7 @@ def test_load_results_missing_columns_names_file_and_columns(tmp_path):
     assert "model, method, benchmark, value" in msg and "found: method, bench, value" in msg
 
 
+@pytest.mark.slow
 def test_nan_values_duplicate_steps_and_untagged_runs(tmp_path):
     """NaN stays NaN; a step logged twice keeps the value logged last; runs written without
     role/config/method tags are still found (nested runs) with fallbacks from the run name."""
@@ -155,6 +156,7 @@ def known_server(known_store):
         server.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_server_store_is_read_in_bulk_calls_and_matches_the_database(known_server, known_data, monkeypatch):
     """Through the read commands' REST reader (tracking_store/rest_reads.py) and through MLflow's client alike."""
     from mlflow.tracking import MlflowClient

@@ -122,6 +122,7 @@ def report(known_store, known_data, tmp_path_factory):
     return out, paths, cfg
 
 
+@pytest.mark.slow
 def test_report_files_and_self_contained_html(report, known_data):
     out, paths, cfg = report
     assert set(paths) == {"html", "md", "latex", "csv", "aggregates", "grid"}  # aggregates.md, grid.md (with md)
@@ -166,6 +167,7 @@ def test_html_curves_end_at_the_tables_values(report, known_data):
         in paths["html"].read_text()
 
 
+@pytest.mark.slow
 def test_failed_trials_are_not_drawn_as_the_table_leaves_them_out(known_data, tmp_path):
     """A FAILED trial's steps are in the store, but neither the table's mean nor the curves have them: the
     accuracy line of its method ends at its other seed's value, the table's cell, and a note says so."""
@@ -191,6 +193,7 @@ def test_failed_trials_are_not_drawn_as_the_table_leaves_them_out(known_data, tm
     assert "1 FAILED trial(s) not drawn" in page
 
 
+@pytest.mark.slow
 def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_data, tmp_path):
     from mlflow import MlflowClient
 
@@ -210,6 +213,7 @@ def test_static_figures_by_default_and_logged_as_artifacts(known_store, known_da
     assert "report/report.html" in {a.path for a in client.list_artifacts(run, "report")}
 
 
+@pytest.mark.slow
 def test_run_note_relates_mlflow_values_to_the_tables_scale(known_data):
     cfg = ReportConfig()
     table = table_from_sweep(known_data, cfg.table)
@@ -235,6 +239,7 @@ def test_report_config_from_dict_and_validation():
             ReportConfig.from_dict(bad)
 
 
+@pytest.mark.slow
 def test_chromium_renders_every_figure_without_console_errors(report, known_data, tmp_path):
     browser = require_browser()  # in the test body (not a fixture): a missing browser under CI is a FAILURE
     out, paths, cfg = report
@@ -258,6 +263,7 @@ def test_chromium_renders_every_figure_without_console_errors(report, known_data
     assert [t for c, t in texts if c == "legendtitletext"] == ["lines: mean over 2 seeds; band: min–max over the 2 seeds"]
 
 
+@pytest.mark.slow
 def test_chromium_check_catches_console_errors(tmp_path):
     """Control: the console capture used above does see errors and broken plots."""
     browser = require_browser()
@@ -299,6 +305,7 @@ def test_browser_lookup_order(monkeypatch):
         assert require_browser() == f"/opt/bin/{present[0]}"
 
 
+@pytest.mark.slow
 def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatch):
     """The PNG/SVG plumbing (file names, paths) with plotly's write_image stubbed out."""
     import importlib.util
@@ -317,6 +324,7 @@ def test_image_export_when_kaleido_is_available(known_data, tmp_path, monkeypatc
     assert all((tmp_path / "figures" / n).exists() for n in names) and "html" not in paths
 
 
+@pytest.mark.slow
 def test_report_footer_shows_the_provenance(known_store, tmp_path):
     from dashboards.report.writer import report_from_mlflow
     from mlflow.tracking import MlflowClient
@@ -332,6 +340,7 @@ def test_report_footer_shows_the_provenance(known_store, tmp_path):
     assert "Provenance" in footer and "git_commit</code>: 0123abc" in footer and "torch</code>: 2.13.0" in footer
 
 
+@pytest.mark.slow
 def test_report_reads_only_the_keys_it_shows_and_is_unchanged(known_store, known_data, tmp_path):
     """history_keys leaves the per-step keys the report does not draw unread; the table and the drawn curves
     are the same as from every key."""

@@ -90,6 +90,7 @@ def test_seed_band_draws_thin_unlabelled_lines(known_data, tmp_path):
     assert len(ax.get_lines()) == len(METHODS) + 8  # 8 runs of m-small, one thin line each
 
 
+@pytest.mark.slow
 def test_files_open_and_are_deterministic(spec, method_spec, tmp_path):
     paths = sf.write_static_figures([spec], tmp_path / "a", ["html", "png", "pdf", "svg"])
     assert sorted(paths) == ["pdf:dynamics", "png:dynamics", "svg:dynamics"]
@@ -107,6 +108,7 @@ def test_files_open_and_are_deterministic(spec, method_spec, tmp_path):
     assert sf.write_static_figures([spec], tmp_path / "c", ["html", "md"]) == {}
 
 
+@pytest.mark.slow
 def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
     """A fresh interpreter without MPLCONFIGDIR: matplotlib's config and font cache land in the
     report folder (<out>/.matplotlib), nothing under $HOME or the XDG folders."""
@@ -133,6 +135,7 @@ def test_matplotlib_writes_nothing_under_home(known_store, tmp_path):
     assert [p for p in home.rglob("*")] == []
 
 
+@pytest.mark.slow
 def test_figures_drawn_in_a_forked_process_are_the_same_files(known_data, tmp_path):
     """`sweep report` draws its static figures in a forked process beside the rest: the same files, byte for
     byte, and the same {fmt:name: path} as drawn in place."""

@@ -25,6 +25,7 @@ def _row(table, model, label):
     return next(r for r in table.rows if r.model == model and r.label == label)
 
 
+@pytest.mark.slow
 def test_final_step_values_mean_over_seeds(known_store, known_data):
     cfg = TableConfig(benchmarks=["hard", "easy", "medium"], base="Base", delta_avg=True)
     table = table_from_sweep(known_data, cfg)
@@ -150,6 +151,7 @@ def _declared_store(tmp_path, declared: str | None):
     return data
 
 
+@pytest.mark.slow
 def test_columns_follow_the_trials_configured_benchmark_order(tmp_path):
     from dashboards.report.writer import write_report
 
@@ -160,6 +162,7 @@ def test_columns_follow_the_trials_configured_benchmark_order(tmp_path):
     assert paths["md"].read_text().splitlines()[0].startswith("| Method | hard | easy | zeta | AVG |")
 
 
+@pytest.mark.slow
 def test_columns_are_sorted_without_a_declared_order(tmp_path):
     data = _declared_store(tmp_path, None)
     assert table_from_sweep(data).columns[:3] == ["easy", "hard", "zeta"]

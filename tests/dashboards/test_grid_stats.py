@@ -83,6 +83,7 @@ def test_the_variance_decomposition_on_known_numbers():
     assert flat.config_share == 0.0 and flat.p == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_section_writes_its_table_and_figures(tmp_path):
     families = {("SSPO (atanlog)", "sspo-atanlog-tn0.3-tp0.2"): [0.5, 0.6], ("SSPO (atanlog)", "sspo-atanlog-tn0.6-tp0.5"): [0.4, 0.5],
                 ("SSPO (siglog)", "sspo-siglog-tn0.3-tp0.2"): [0.3, 0.4], ("SSPO (siglog)", "sspo-siglog-tn0.6-tp0.5"): [0.2, 0.3]}

@@ -23,6 +23,7 @@ def _study(rng, shift=0.0, seeds=3, problems=64, run_sd=(0.0, 0.0), samples=4, a
     return out
 
 
+@pytest.mark.slow
 def test_holm_matches_statsmodels_step_down_adjustment():
     from statsmodels.stats.multitest import multipletests
 

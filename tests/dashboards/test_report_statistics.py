@@ -65,6 +65,7 @@ def _report(app, store, out, *args):
     return r.output
 
 
+@pytest.mark.slow
 def test_report_gives_the_paired_test_intervals_power_and_aggregates(app, store, tmp_path):
     out = tmp_path / "rep"
     printed = _report(app, store, out, "--cells", "mean +- ci", "--power", "5")

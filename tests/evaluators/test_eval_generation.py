@@ -46,6 +46,7 @@ def reference_evaluate_texts(model, tok, prompts, k, greedy, max_new_tokens, gen
     return texts, masks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("greedy,k", [(False, 3), (True, 1)])
 @pytest.mark.parametrize("batch_size", [4, 256])
 def test_hf_bit_exact_with_trainer_evaluate_loop(tiny, greedy, k, batch_size):

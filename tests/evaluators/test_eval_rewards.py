@@ -247,6 +247,7 @@ def _synthetic_responses(seed: int = 0):
         yield f"<think>a</think><answer>{inner}</answer>", "5"
 
 
+@pytest.mark.slow
 def test_synthetic_task_rewards_match_the_legacy_reward():
     cases = list(_synthetic_responses())
     assert len(cases) > 500

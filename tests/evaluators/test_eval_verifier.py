@@ -244,6 +244,7 @@ def _timed(fn, *args, **kwargs):
     return result, time.monotonic() - start
 
 
+@pytest.mark.slow
 def test_pathological_inputs_are_false_within_the_bound_from_a_worker_thread(monkeypatch):
     assert len(LONG_LATEX) > 10_000
     monkeypatch.setattr(verifier, "MAX_VERIFY_CHARS", 10**6)  # let the long one reach the child

@@ -210,6 +210,7 @@ def test_trainer_runs_identically_on_either_load(monkeypatch):
     assert lean == hf
 
 
+@pytest.mark.slow
 def test_a_trial_on_a_cached_base_never_imports_transformers_or_dynamo():
     """transformers (~1.4 CPU-s) and torch._dynamo (~0.9 CPU-s: nn init on the meta device, any
     torch.optim optimizer) stay out of a trial process."""

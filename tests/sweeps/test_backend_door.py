@@ -142,6 +142,7 @@ def test_paths_are_made_absolute_in_their_backends_trials(tmp_path):
     assert wrong == {"backend": "verl", "verl": {"cache_dir": 3}, "local": []}  # for TrialConfig to name
 
 
+@pytest.mark.slow
 def test_smoke_of_a_verl_spec_is_one_node_and_one_gpu(tmp_path, monkeypatch):
     from sweeps.commands.spec_input import load_user_spec
 

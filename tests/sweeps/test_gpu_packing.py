@@ -44,6 +44,7 @@ def test_the_packed_spec_validates_with_each_trial_holding_a_quarter_of_the_gpu(
     assert held_gpus(whole) == 8
 
 
+@pytest.mark.slow
 def test_a_local_one_gpu_machine_declares_four_logical_gpus_on_its_one_id(monkeypatch):
     spec = load_spec(PACK, [])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -56,6 +57,7 @@ def test_a_local_one_gpu_machine_declares_four_logical_gpus_on_its_one_id(monkey
     assert plan(load_spec(PACK, ["max_concurrent=1"]), ONE_GPU, local=True).max_concurrent == 1
 
 
+@pytest.mark.slow
 def test_packing_refuses_what_it_cannot_place_naming_the_key(tmp_path):
     spec = load_spec(PACK, [])
     two = Capacity(cpus=16, gpus=2, node_cpus=16, node_gpus=2, where="this machine")
@@ -76,6 +78,7 @@ def test_packing_refuses_what_it_cannot_place_naming_the_key(tmp_path):
     assert load_spec(PACK, ["resources.gpus=0.33"]).trials[0].config.verl.gpu_share == 0.33  # 3 per GPU
 
 
+@pytest.mark.slow
 def test_a_packed_launch_caps_memory_and_shows_the_job_its_one_gpu():
     trial = load_spec(PACK, []).trials[0].config
     inputs = Inputs("/m", ["/d/train.parquet"], ["/d/val.parquet"])
@@ -130,6 +133,7 @@ finally:
 """
 
 
+@pytest.mark.slow  # starts a local Ray
 def test_a_local_ray_of_packed_trials_puts_every_logical_gpu_on_the_one_device(tmp_path):
     """The sweep's own ray.init (sweeps/driver/ray_cluster.py) with the placement's ids: 4 logical GPUs, and
     one-GPU actors (verl's workers) all see device '0', with and without the job's narrowed variable."""

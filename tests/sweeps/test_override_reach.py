@@ -111,6 +111,7 @@ def _outcome(walk_spec, reference, override: str) -> str:
 TRIAL_KEYS = _trial_keys()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key, default", TRIAL_KEYS, ids=[k for k, _ in TRIAL_KEYS])
 def test_every_trial_key_override_changes_the_trials_or_is_refused(key, default, walk_spec, reference):
     value = json.loads(default)
@@ -136,6 +137,7 @@ def test_the_walk_covers_every_spec_key():
     assert {k.split(".")[0] for k in SPEC_VALUES} == set(SPEC_KEYS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(SPEC_VALUES))
 def test_every_spec_key_override_changes_the_sweep_or_is_refused(key, walk_spec, reference):
     good, bad = SPEC_VALUES[key]

@@ -8,6 +8,7 @@ validates, and its two main_ppo commands carry the real-size settings the issue 
 
 from __future__ import annotations
 
+import pytest
 import shlex
 
 from typer.testing import CliRunner
@@ -31,6 +32,7 @@ def commands(output: str) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_the_dry_run_has_the_real_size_settings_and_builds_nothing(empty_cwd):
     spec = load_user_spec(SPEC, [], smoke=False)
     assert [t.config.algorithm.name for t in spec.trials] == ["grpo", "dhpo"] and len(spec.trials) == 2

@@ -18,6 +18,7 @@ spec check it is replaced by a recorder, so everything else a verl spec goes thr
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -60,6 +61,7 @@ SPEC_CHECK = """
 """
 
 
+@pytest.mark.slow
 def test_loading_every_shipped_spec_imports_nothing_heavy(tmp_path):
     specs = [[str(p), [f"base.{o}" for o in shipped_user_inputs(p, INPUTS)]] for p in SHIPPED]
     results, heavy, preflighted = _python(SPEC_CHECK, tmp_path, json.dumps(specs), json.dumps(HEAVY))

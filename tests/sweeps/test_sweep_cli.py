@@ -32,6 +32,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())  # rich wraps long lines at the terminal width
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
     inputs = shipped_user_inputs(path, INPUTS)  # the model/data paths a spec's first line documents
@@ -54,6 +55,7 @@ def test_dry_run_lists_every_trial_and_the_resources(path, empty_cwd):
     assert list(empty_cwd.iterdir()) == [], "a dry run must not create files (runs/, mlflow.db, .ray)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run_table_is_whole_at_80_columns(path, empty_cwd):
     inputs = shipped_user_inputs(path, INPUTS)
@@ -83,6 +85,7 @@ def test_help_is_whole_at_80_columns(command):
             assert shown in result.output, (param.name, shown)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dhpo_clip_ablation", "dhpo_clip_ablation.yaml"])
 def test_dry_run_by_name_with_and_without_suffix(name, empty_cwd):
     result = invoke("run", name, "--dry-run")
@@ -121,6 +124,7 @@ def test_spec_level_overrides_are_not_sent_to_the_trial_config(tmp_path, empty_c
     assert t.config.trainer.lr == 5e-4 and t.config.local.warm_start.steps == 0
 
 
+@pytest.mark.slow
 def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
     full = load_spec("dhpo_vs_baselines")
     spec = load_user_spec("dhpo_vs_baselines", [], smoke=True)
@@ -136,6 +140,7 @@ def test_smoke_is_one_seed_and_a_few_steps(empty_cwd):
     assert list(empty_cwd.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_smoke_run_says_its_sweep_name_and_how_to_look_at_it(empty_cwd):
     """--smoke renames the sweep NAME_smoke: said when it starts (a dry run too) and again when it ends, with
     the commands that show it; the read commands take --smoke for that name."""
@@ -164,6 +169,7 @@ def test_smoke_run_says_its_sweep_name_and_how_to_look_at_it(empty_cwd):
         assert "sweep 'my_sweep_smoke'" in looked and "spec file not found" not in looked, (command, looked)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
     spec = load_user_spec(str(path), shipped_user_inputs(path, INPUTS), smoke=True)
@@ -172,6 +178,7 @@ def test_smoke_is_valid_for_every_shipped_spec(path, empty_cwd):
     assert max(t.config.trainer.steps for t in spec.trials) <= 10
 
 
+@pytest.mark.slow
 def test_explicit_overrides_win_over_smoke(empty_cwd):
     spec = load_user_spec("dhpo_clip_ablation", ["trainer.steps=6", "seeds=[1]"], smoke=True)
     assert {(t.config.trainer.steps, t.config.seed) for t in spec.trials} == {(6, 1)}

@@ -38,6 +38,7 @@ def spec(tmp_path):
     return load_spec(write_spec(tmp_path, "driver_unit", seeds=(0, 1)))
 
 
+@pytest.mark.slow
 def test_everything_tune_serialises_pickles_with_live_progress_and_tracker(spec, tmp_path):
     # The README's main command once crashed here: the callback carried a rich Live (a lock) into
     # what Tune pickles. Pickle exactly what run_sweep hands Tune, with the driver state in use.
@@ -93,6 +94,7 @@ class _DiesOnSecondBatch(MlflowClient):
         return super().log_batch(run_id, metrics=metrics, **kw)
 
 
+@pytest.mark.slow
 def test_a_flush_interrupted_between_batches_leaves_whole_steps_and_resume_logs_each_key_once(spec, tmp_path):
     run_dir = tmp_path / "runs"
     run_dir.mkdir()
@@ -149,6 +151,7 @@ def test_second_driver_of_the_same_sweep_is_refused_with_the_owner(tmp_path):
     assert not lock.owner_file.exists()
 
 
+@pytest.mark.slow
 def test_a_reader_opens_a_store_only_once_its_creator_is_done(tmp_path):
     """`sweep status/ui/eval` open the sqlite store under the lock a driver holds while it creates the
     file: opened half-way, MLflow would run its schema migration a second time at once."""
@@ -196,6 +199,7 @@ finally:
 """
 
 
+@pytest.mark.slow  # starts a local Ray
 @pytest.mark.parametrize("visible", [None, ""], ids=["all-devices", "no-visible-device"])
 def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(visible):
     """The driver sizes the local cluster before ``ray.init`` (sweeps/driver/runner.py): the GPU count must be

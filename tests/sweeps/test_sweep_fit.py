@@ -36,6 +36,7 @@ def _run(*args: str):
     return CliRunner().invoke(app, ["fit", *args])
 
 
+@pytest.mark.slow
 def test_sweep_fit_prints_the_table_and_writes_the_csv_and_figure(tmp_path):
     """The command as a user types it: a subprocess in the directory of the file."""
     path = _curves(tmp_path)
@@ -114,6 +115,7 @@ def test_benchmarks_are_averaged_per_point_or_one_is_chosen(tmp_path):
     assert float(easy["GRPO"]["R0"]) == pytest.approx(float(rows["GRPO"]["R0"]) + 5, abs=1e-6)  # x100
 
 
+@pytest.mark.slow
 def test_smoke_fits_simulated_curves_end_to_end(tmp_path):
     out = subprocess.run([*SWEEP, "fit", "--smoke"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

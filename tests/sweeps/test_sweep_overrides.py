@@ -32,6 +32,7 @@ def configs(spec) -> set:
 # values are typed as Hydra types them
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, value", [
     ("base.trainer.lr=3e-4", 3e-4),  # a float without a dot (YAML 1.1 read a string)
     ("base.trainer.lr=1e-3", 1e-3),
@@ -57,6 +58,7 @@ def test_lists_null_and_quoted_strings(tmp_path, empty_cwd):
 # the forms, through load_spec
 
 
+@pytest.mark.slow
 def test_set_add_force_add_and_delete(empty_cwd):
     assert configs(load_spec(SPEC, ["base.trainer.lr=3e-4"])) == {(3e-4, 200, s) for s in (0, 1, 2)}
     assert configs(load_spec(SPEC, ["++base.trainer.lr=3e-4"])) == {(3e-4, 200, s) for s in (0, 1, 2)}
@@ -76,6 +78,7 @@ def test_a_mapping_value_is_merged_as_in_hydra(tmp_path, empty_cwd):
     assert (t.config.trainer.lr, t.config.trainer.steps, t.config.trainer.eval_mode) == (0.5, 9, "greedy")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, needles", [
     ("+base.trainer.lr=1", ["base.trainer.lr already exists; use base.trainer.lr=... or ++base.trainer.lr=..."]),
     ("+seeds=[0]", ["seeds already exists; use seeds=... or ++seeds=..."]),
@@ -108,6 +111,7 @@ def test_bad_overrides_name_the_key(override, needles, empty_cwd):
 # preset groups
 
 
+@pytest.mark.slow
 def test_group_forms(empty_cwd):
     (empty_cwd / "checkpoints" / "Qwen3-0.6B").mkdir(parents=True)  # the qwen preset's path
     qwen = [{"trainer": "local_tiny"}, {"model": "qwen3_0.6b_local"}, {"data": "arith"}]
@@ -154,6 +158,7 @@ def test_cli_forms_reach_the_trials(empty_cwd):
             for t in spec.trials} == {(50, 1e-4, 2, 0.4)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needles", [
     (["+trainer.lr=1"], ["+trainer.lr=1", "trainer.lr already exists; use trainer.lr=... or ++trainer.lr=..."]),
     (["trainer.lrr=1"], ["trainer.lrr: unknown key (did you mean 'trainer.lr'?)"]),
@@ -174,6 +179,7 @@ def test_cli_bad_overrides_exit_2_naming_the_key(args, needles, empty_cwd):
     assert list(empty_cwd.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth, needle", [(40, "nested more than 32 levels deep"), (3000, "nested too deeply")])
 def test_deeply_nested_values_fail_fast(depth, needle, empty_cwd):
     with pytest.raises(SpecError, match=needle):

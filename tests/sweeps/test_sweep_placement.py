@@ -42,6 +42,7 @@ def test_verl_on_gpus_runs_as_many_trials_as_the_cluster_has_gpus_for(tmp_path):
     assert p.max_concurrent == 2  # 16 GPUs // 8 per trial, below max_concurrent 4
 
 
+@pytest.mark.slow
 def test_verl_trials_that_cannot_fit_fail_before_anything_starts(tmp_path):
     with pytest.raises(SpecError, match=r"each trial needs 32 GPUs, but the Ray cluster at x has 16"):
         plan(_spec(tmp_path, gpus=32, nnodes=4, per_node=8), CLUSTER, local=False)

@@ -4,6 +4,7 @@ tests/dashboards/test_dashboards_report.py."""
 
 from __future__ import annotations
 
+import pytest
 import json
 
 import subprocess
@@ -53,6 +54,7 @@ def tracked(tmp_path: Path, name: str, body: str, steps: int):
     return spec, SweepTracker(spec, uri, tmp_path), MlflowClient(uri)
 
 
+@pytest.mark.slow
 def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
     spec, tracker, client = tracked(tmp_path, "prov", "seeds: [0, 1]\nvariants: [{algorithm: grpo}, {algorithm: gspo}]\n", 7)
     tags = client.get_run(tracker.parent_id).data.tags
@@ -76,6 +78,7 @@ def test_parent_run_carries_provenance_and_the_resolved_spec(tmp_path):
     assert recorded_spec(client, tracker.parent_id) == resolved
 
 
+@pytest.mark.slow
 def test_trial_params_are_its_backend_and_the_objectives_effective_values(tmp_path):
     spec, tracker, client = tracked(tmp_path, "params",
                                     "seeds: [0]\nvariants: [{algorithm: dhpo, mixing: entropy, eps_high_seq: 0.3}]\n", 3)

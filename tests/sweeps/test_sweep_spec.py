@@ -71,6 +71,7 @@ def test_shipped_spec_opens_with_the_command_that_runs_it(path):
     assert resolve_spec_path(m.group(1)).resolve() == path.resolve()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_spec_loads_validates_and_expands(path, empty_cwd):
     spec = _shipped(path)
@@ -129,6 +130,7 @@ def test_shipped_spec_ids_match_the_documented_naming(name):
     assert [t.trial_id for t in spec.trials] == [f"{c}.s{s + offset[c]}" for c in SHIPPED_CONFIG_IDS[name] for s in seeds]
 
 
+@pytest.mark.slow
 def test_trial_ids_do_not_depend_on_the_process(tmp_path):
     """Same ids and order in a fresh interpreter with another hash seed (resume relies on it)."""
     code = ("import json, sys; from sweeps.specs.load import load_spec; specs = json.loads(sys.argv[1]); "
@@ -555,6 +557,7 @@ def test_malformed_spec_fails_early_with_a_precise_message(case, text, needles, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "cwd"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,text,needles", MALFORMED, ids=MALFORMED_IDS)
 def test_malformed_spec_cli_exits_2_and_creates_nothing(case, text, needles, empty_cwd, monkeypatch):
     runner = types.ModuleType("sweeps.driver.runner")  # a spec that wrongly validated must not start Ray

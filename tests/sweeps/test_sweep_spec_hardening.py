@@ -108,6 +108,7 @@ def test_cli_refuses_an_environment_interpolation(empty_cwd):
     assert "override 'model.name=" in out and ": model.name" in out and "${oc.env:HOME}" in out and "not allowed" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override", ["base.model=qwen3_0.6b_local", "model=qwen3_0.6b_local"])
 def test_a_group_override_switches_the_preset(override, empty_cwd):
     (empty_cwd / "checkpoints" / "Qwen3-0.6B").mkdir(parents=True)  # the preset's path, relative to the cwd
@@ -160,6 +161,7 @@ def test_max_trials_is_inclusive_and_can_be_raised(tmp_path):
     assert len(load_spec(spec_file(tmp_path, GRID + "max_trials: 23\n"), ["max_trials=24"]).trials) == 24
 
 
+@pytest.mark.slow
 def test_a_huge_grid_fails_before_expanding(tmp_path):
     axis = ", ".join(str(i) for i in range(1, 1001))
     path = spec_file(tmp_path, f"name: t\nvariants: [{{algorithm: grpo, trainer.eval_every: [{axis}], "

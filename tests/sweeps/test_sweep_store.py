@@ -55,6 +55,7 @@ def spec(tmp_path):
     return load_spec(write_spec(tmp_path, "store_unit", seeds=(0,), variants=[{"algorithm": "grpo"}]))
 
 
+@pytest.mark.slow
 def test_a_second_driver_anywhere_is_refused_and_a_stale_lease_is_taken_over(spec, tmp_path, monkeypatch):
     run_dir = tmp_path / "runs"
     tracker = SweepTracker(spec, default_uri(run_dir), run_dir)  # holds the lease
@@ -121,6 +122,7 @@ def _writer(spec, run_dir, limit: float, said: list):
     return tracker, outage, writer
 
 
+@pytest.mark.slow
 def test_an_outage_loses_nothing_and_is_said_once_and_on_recovery(spec, tmp_path):
     run_dir, said = tmp_path / "runs", []
     tracker, outage, writer = _writer(spec, run_dir, limit=60.0, said=said)
@@ -150,6 +152,7 @@ def test_an_outage_loses_nothing_and_is_said_once_and_on_recovery(spec, tmp_path
     assert client.get_run(run_id).info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_an_outage_past_the_limit_ends_as_an_interruption_and_the_journal_keeps_it(spec, tmp_path):
     run_dir, said = tmp_path / "runs", []
     tracker, outage, writer = _writer(spec, run_dir, limit=2.0, said=said)
@@ -176,6 +179,7 @@ def test_an_outage_past_the_limit_ends_as_an_interruption_and_the_journal_keeps_
         list(range(1, 11))
 
 
+@pytest.mark.slow
 def test_a_journal_the_store_refuses_is_kept_aside_and_does_not_block_the_sweep(spec, tmp_path):
     from sweeps.driver.tune_callback import DriverState
     from sweeps.driver.runner import _replay
@@ -197,6 +201,7 @@ def test_a_journal_the_store_refuses_is_kept_aside_and_does_not_block_the_sweep(
     assert steps_of(MlflowClient(default_uri(run_dir)), tracker.children[tid]["run_id"], "actor/entropy") == [1]
 
 
+@pytest.mark.slow
 def test_every_journal_operation_is_written_by_one_driver_method_and_reaches_the_store(spec, tmp_path):
     """The operations are one enumeration: each driver method journals its Op, and APPLY takes each to the store."""
     from contract.metrics import verdicts_artifact
@@ -225,6 +230,7 @@ def test_every_journal_operation_is_written_by_one_driver_method_and_reaches_the
     assert files == [verdicts_artifact("val", 2)]
 
 
+@pytest.mark.slow
 def test_the_writer_copies_ended_trials_in_segments_and_the_last_at_the_end(tmp_path, monkeypatch):
     """The read copy (tracking_store/read_copy.py) as the driver writes it: a segment once COPY_EVERY trials have
     ended, the rest when the sweep ends; the copy then holds every trial as the store does."""
@@ -268,6 +274,7 @@ def test_the_writer_copies_ended_trials_in_segments_and_the_last_at_the_end(tmp_
         round(n + s / 10, 6) for n in range(3) for s in range(3))
 
 
+@pytest.mark.slow
 def test_an_evaluation_logged_after_the_sweep_reaches_the_read_copy(tmp_path):
     from sweeps.tracking.eval_targets import log_eval, recopy_runs
     from tracking_store.read_copy import open_copy

@@ -72,6 +72,7 @@ def _parent(client, parent_id):
     return RunRecord.of(client.get_run(parent_id))
 
 
+@pytest.mark.slow
 def test_a_copy_reads_back_what_the_store_holds(store):
     uri, client, exp_id, parent_id, tmp = store
     assert open_copy(client, exp_id, _parent(client, parent_id)) is None  # no copy yet: read the store
@@ -85,6 +86,7 @@ def test_a_copy_reads_back_what_the_store_holds(store):
     assert append_segment(client, uri, exp_id, parent_id, _all, scratch=tmp, skew_ms=0) == 0  # nothing ended since
 
 
+@pytest.mark.slow
 def test_what_changed_after_the_copy_is_read_from_the_store(store):
     uri, client, exp_id, parent_id, tmp = store
     append_segment(client, uri, exp_id, parent_id, _all, scratch=tmp, skew_ms=0)
@@ -109,6 +111,7 @@ def test_what_changed_after_the_copy_is_read_from_the_store(store):
     assert view.live == {resumed} and view.segments == 2
 
 
+@pytest.mark.slow
 def test_a_run_changed_after_it_ended_is_copied_again_and_the_tag_stays(store):
     uri, client, exp_id, parent_id, tmp = store
     append_segment(client, uri, exp_id, parent_id, _all, scratch=tmp, skew_ms=0)
@@ -124,6 +127,7 @@ def test_a_run_changed_after_it_ended_is_copied_again_and_the_tag_stays(store):
     assert history["value"].tolist() == [0.5]
 
 
+@pytest.mark.slow
 def test_parts_read_apart_join_as_one_read(store):
     uri, client, exp_id, parent_id, tmp = store
     records, _ = ended_trial_runs(client, exp_id)
@@ -150,6 +154,7 @@ def test_a_segments_twin_holds_its_records_and_no_points():
         decode_records(b"\xff not json", "bad.records.json")
 
 
+@pytest.mark.slow
 def test_status_reads_the_twins_and_a_copy_without_them_reads_the_segments(store):
     uri, client, exp_id, parent_id, tmp = store
     append_segment(client, uri, exp_id, parent_id, _all, scratch=tmp, skew_ms=0)

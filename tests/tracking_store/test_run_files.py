@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tracking_store.run_files import MAX_TAG_VALUE, InPlaceWriter, MlflowWriter, run_writer
 
 NOTE = "mlflow.note.content"
@@ -39,6 +41,7 @@ def _listing(client, run_id: str, path: str = "") -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_in_place_writes_read_back_through_mlflow_as_mlflows_own(tmp_path):
     client, uri, (by_mlflow, in_place), remote = _store(tmp_path)
     files = _files(tmp_path)

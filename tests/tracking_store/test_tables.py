@@ -48,6 +48,7 @@ def same(a: RunRecord, b: RunRecord) -> bool:
     return nan_a == nan_b and strip(a, nan_a) == strip(b, nan_b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", ["trial", "parent", None])
 def test_tables_equal_mlflows_search(small_store, role):
     client, db, exp = small_store

@@ -62,6 +62,7 @@ class Evil:
         return os.system, (f"touch {shlex.quote(str(self.marker))}",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["grpo", "gspo"])  # token-level and sequence-level importance ratios
 def test_resume_is_bit_exact_with_weights_only_loading(tmp_path, name):
     history, _ = run([f"algorithm.name={name}"], workdir=tmp_path / "full")
@@ -74,6 +75,7 @@ def test_resume_is_bit_exact_with_weights_only_loading(tmp_path, name):
     assert state["step"] == 2 and isinstance(state["rng"], tuple)
 
 
+@pytest.mark.slow
 def test_malicious_pickle_is_not_executed_and_is_skipped(tmp_path, full):
     checkpoints, history = full
     marker = tmp_path / "pwned"
@@ -106,6 +108,7 @@ def test_truncated_newest_falls_back_to_older_bit_exact(tmp_path, full):
     assert logs[1] == f"resumed from {checkpoints[2]} at step 2"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # the garbage candidate's header
 def test_all_candidates_unreadable_starts_from_scratch(tmp_path, full):
     checkpoints, history = full

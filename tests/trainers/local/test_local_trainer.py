@@ -51,6 +51,7 @@ def test_options_cover_every_registered_objective():
     assert {name for name, _ in OPTIONS} == set(OBJECTIVES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,extra", OPTIONS, ids=[f"{n}{'-' + e[0].split('=')[1] if e else ''}" for n, e in OPTIONS])
 def test_every_objective_trains_and_logs_contract_metrics(name, extra):
     history = run([f"algorithm.name={name}"] + extra)
@@ -70,12 +71,14 @@ def test_every_objective_trains_and_logs_contract_metrics(name, extra):
     assert any(m["actor/grad_norm"] > 0 for _, m, _ in history[1:])  # the objective produced gradients
 
 
+@pytest.mark.slow
 def test_same_seed_identical_different_seed_different():
     a, b, c = run(["seed=3"]), run(["seed=3"]), run(["seed=4"])
     assert comparable(a) == comparable(b)
     assert comparable(a) != comparable(c)
 
 
+@pytest.mark.slow
 def test_resume_from_checkpoint_is_bit_exact(tmp_path):
     full = run(["trainer.steps=6", "trainer.checkpoint_every=3", "algorithm.name=dhpo",
                 "algorithm.params.mixing=entropy"], workdir=tmp_path / "full")
@@ -91,6 +94,7 @@ def test_resume_from_checkpoint_is_bit_exact(tmp_path):
     assert resumed[0][1][COMPUTE_WALL_S] == pytest.approx(full[3][1][COMPUTE_WALL_S] + resumed[0][1][STEP_TIME])
 
 
+@pytest.mark.slow
 def test_compute_counters_sum_what_each_step_sampled_and_trained():
     """perf/tokens_generated: the responses' tokens summed over the steps (response_length/mean x responses
     per step); perf/tokens_trained: that x ppo_epochs (every mini-batch of every pass is in the loss);
@@ -174,6 +178,7 @@ GOLDEN_VALIDATION = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["avg@k", "greedy"])
 def test_validation_through_the_shared_evaluation_path_is_unchanged(mode):
     import hashlib
@@ -210,6 +215,7 @@ def test_ppo_epochs_is_validated():
         load_trial_config(None, SMALL + ["trainer.ppo_epochs=0"])
 
 
+@pytest.mark.slow
 def test_char_tags_tokenizer_builds_its_own_base_and_trains():
     import json
 

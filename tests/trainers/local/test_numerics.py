@@ -49,6 +49,7 @@ def _apply(mode: str, env: dict[str, str], before: str = "") -> tuple[dict, str]
     return json.loads(settings), product
 
 
+@pytest.mark.slow
 def test_the_reproducible_settings_hold_in_a_process_started_with_them():
     settings, product = _apply("reproducible", kernel_env("reproducible"))
     assert settings == {"numerics": "reproducible", "numerics.aten": "AVX2", "numerics.mkl": "COMPATIBLE",
@@ -60,17 +61,20 @@ def test_the_reproducible_settings_hold_in_a_process_started_with_them():
     assert product != native_product
 
 
+@pytest.mark.slow
 def test_a_process_that_ran_mkl_before_the_mode_is_refused_naming_the_variable():
     settings, _ = _apply("reproducible", {}, before="torch.randn(64, 64) @ torch.randn(64, 64)")
     assert "MKL already ran" in settings["error"] and "MKL_CBWR=COMPATIBLE" in settings["error"]
 
 
+@pytest.mark.slow
 def test_mkl_is_set_in_process_when_it_has_not_run_yet():
     settings, product = _apply("reproducible", {})  # no variables, but nothing computed before the mode
     assert settings["numerics.mkl"] == "COMPATIBLE" and settings["numerics.env"] == "none"
     assert product == _apply("reproducible", kernel_env("reproducible"))[1]
 
 
+@pytest.mark.slow
 def test_torch_kernels_chosen_without_the_mode_are_refused_naming_the_variable():
     settings, _ = _apply("reproducible", {"ATEN_CPU_CAPABILITY": "default"})  # torch's scalar kernels
     assert "torch chose its DEFAULT kernels" in settings["error"] and "ATEN_CPU_CAPABILITY=avx2" in settings["error"]

@@ -145,6 +145,7 @@ def test_a_state_for_other_parameters_is_refused():
         WarmupAdamW([p, p], lr=LR, weight_decay=WD, warmup_steps=1, fused=True)
 
 
+@pytest.mark.slow
 def test_stepping_never_imports_dynamo():
     code = ("import sys, torch; from trainers.local.optimizer import WarmupAdamW; "
             "p = [torch.nn.Parameter(torch.ones(3))]; "

@@ -25,8 +25,6 @@ from trainers.local.shipped_bases import recipe, shipped_base, shipped_keys
 from trainers.local.warmstart import base_fingerprint, base_key, check_shipped, ensure_base_checkpoint, weights_sha1
 
 REPO = Path(__file__).resolve().parents[3]
-pytestmark = pytest.mark.lane("verl")  # the probe test trains (tests/conftest.py)
-
 SPECS = ("dhpo_vs_baselines.yaml", "positive_control.yaml",  # the default tiny Qwen3's base
          "objective_dynamics.yaml", "sspo_temperature_grid.yaml", "dhpo_clip_ablation.yaml")  # char_tags'
 

@@ -10,8 +10,6 @@ from policy.lean_checkpoint import LeanTokenizer
 from trainers.local.model import RESPONSE_TAGS, build_char_tokenizer
 from trainers.local.warmstart import base_key
 
-pytestmark = pytest.mark.lane("local")  # its slow test's lane (tests/conftest.py)
-
 
 def test_native_base_key_is_unchanged_by_the_tokenizer_and_numerics_options():
     # Bases cached before local.tokenizer and local.numerics existed (native kernels) stay valid: their

@@ -167,6 +167,7 @@ def test_random_model_solves_nothing(model_dir):
     assert sum(s["answer"] for s in scores) == 0 and sum(s["format"] for s in scores) == 0
 
 
+@pytest.mark.slow
 def test_base_solves_some_but_not_all_easy_problems(base_dir):
     """Through the saved checkpoint and the chat template (what verl feeds): right format, a share of right answers."""
     easy = greedy_scores(base_dir, "easy")
@@ -177,6 +178,7 @@ def test_base_solves_some_but_not_all_easy_problems(base_dir):
     assert sum(s["answer"] for s in hard) / len(hard) < acc + 0.1  # harder problems: no better
 
 
+@pytest.mark.slow
 def test_base_spec_and_reuse(base_dir, model_dir, monkeypatch):
     spec = json.loads((base_dir / "zoo_asset.json").read_text())
     assert spec["warm_start"]["steps"] == BASE_STEPS and spec["warm_start"]["answer_noise"] == assets.WARM_START["answer_noise"]

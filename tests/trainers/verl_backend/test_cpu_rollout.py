@@ -117,6 +117,7 @@ def test_gloo_process_group_on_cpu_platform(monkeypatch, tmp_path):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_external_module_registers_everything_in_a_fresh_verl_process():
     code = (
         "from verl.plugin.platform import get_platform\n"

@@ -197,6 +197,7 @@ def test_from_dict_verl_section():
 # ---------------------------------------------------------------- validation against verl
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(OBJECTIVE_CASES))
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_validate_accepts_every_objective(case, device):
@@ -247,6 +248,7 @@ BAD_EXTRA = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra,message", BAD_EXTRA, ids=[b[0] for b in BAD_EXTRA])
 def test_validate_rejects_naming_the_key(extra, message):
     ovs = overrides(trial("sspo", {"gate": "siglog"})) + [extra]

@@ -26,6 +26,8 @@ import trainers.verl_plugin as plugin
 from trainers.objectives import PolicyBatch, get_objective
 from trainers.objectives.dhpo import dhpo_loss
 
+pytestmark = pytest.mark.slow  # torch.distributed process groups of gloo ranks (process start-up)
+
 T = 16
 SIZES = (3, 5)  # responses per rank's micro-batch
 WORLD = len(SIZES)

@@ -40,6 +40,7 @@ def _run(code: str) -> str:
     return done.stdout.split()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA here starts at once; the queue is for processes without it yet")
 def test_the_cap_waits_for_cuda_and_makes_no_context_before():
     added, initialised = _run(QUEUED)

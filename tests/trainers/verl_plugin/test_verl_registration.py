@@ -99,6 +99,7 @@ def _python(code, **env):
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=full_env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_loads_through_verl_use_external_modules():
     code = (
         "import sys, verl\n"
@@ -466,6 +467,7 @@ def test_record_params_notes_missing_entropy_before_raising(tmp_path, monkeypatc
     assert record["entropy"] is False and record["params"]["entropy_norm"] == "sequence"
 
 
+@pytest.mark.slow
 def test_record_params_from_concurrent_processes_appends_whole_lines(tmp_path):
     path = tmp_path / "params.jsonl"
     code = (
