@@ -1,20 +1,20 @@
 """Chaos at scale: N synthetic trials on a 2-node Ray cluster and `mlflow server` on PostgreSQL, with faults injected.
 
     python benchmarks/chaos.py                        # 500 trials x 20 steps, a 60 s outage
-    python benchmarks/chaos.py --smoke                # 20 trials, a 5 s outage (~6 min on 2 cores)
+    python benchmarks/chaos.py --smoke                # 10 trials x 10 steps, a 2 s outage (~4 min on 2 cores)
     python benchmarks/chaos.py --trials 100 --seed 3 --outage-s 30 --keep --json runs/chaos.json
 
 Everything is real and on this machine: PostgreSQL (Debian's, as the postgres user: root needed), one
 `mlflow server` per store on it, a token-protected `ray start --head` plus a second node (`ray start --address`),
 and `sweep run SPEC --address ... --tracking-uri http://...` as a user types it (benchmarks/chaos_procs.py). The
 spec (written to the work dir) has 5 methods x N/5 seeds of the synthetic backend (trainers/synthetic/: no model,
-``--pace`` s a step, a checkpoint every 5 steps, ``max_failures`` 5).
+``--pace`` s a step, a validation and a checkpoint every 5 steps, ``max_failures`` 5).
 
 1. The fault-free peer: the spec on the cluster into its own store (database ``peer``, its own run dir).
 2. The chaos run, into database ``chaos``: the same spec plus ``base.synthetic.crash_fraction`` (a share of the
    trials crash once at a step drawn from ``--seed``: retried from their checkpoints), and at times drawn from
-   ``--seed`` (fractions 0.08-0.6 of the peer's wall time; smoke 0.05-0.35), one after another and 20 s apart
-   (smoke 8 s): a Ray worker SIGKILLed while it runs one of the driver's trials (a process of the cluster titled
+   ``--seed`` (fractions 0.08-0.6 of the peer's wall time; smoke 0.05-0.3), one after another and 20 s apart
+   (smoke 3 s): a Ray worker SIGKILLed while it runs one of the driver's trials (a process of the cluster titled
    ``ray::ImplicitFunc.train`` with the driver's ``RAY_JOB_ID``), the second node lost once a trial runs there
    (every process of its `ray start` session SIGKILLed) and started again, the driver SIGKILLed twice once it
    has joined the cluster and the same command run again (it resumes), the tracking server killed and started
@@ -35,6 +35,10 @@ Everything is written under ``--workdir`` (default runs/chaos-<time>; removed at
 check failed): Ray's temp dir (``<workdir>/r``: Ray's Unix sockets need it short), TMPDIR, PostgreSQL's data,
 the servers' artifacts, the run dirs, the reports. Every process started is ended by pid (by session) at the
 end, after a failure too.
+
+``--smoke`` (SMOKE): 10 trials (2 seeds) x 10 steps at 1 s a step (sleep: the trials outlast the faults, one after
+another, at little CPU), 1 worker kill, a 2 s outage, a crash fraction of 0.25 (2 trials crash at seed 7: at step
+4, before the first checkpoint, and at step 9, after it).
 """
 
 from __future__ import annotations
@@ -66,11 +70,14 @@ METHODS = ("grpo", "gspo", "gmpo", "cispo", "sapo")
 MAX_RAY_DIR = 41  # Ray's socket paths: <temp>/session_<date>_<time>_<us>_<pid>/sockets/plasma_store.1 < 108 bytes
 REPORT_FILES = ("table.md", "table.csv", "table.tex", "aggregates.md")
 KINDS = ("trial crash", "worker SIGKILL", "node lost + back", "driver SIGKILL", "tracking outage")
+EVERY = 5  # steps between validations and between checkpoints
+SMOKE = {"trials": 10, "steps": 10, "pace": 1.0, "worker_kills": 1, "outage_s": 2.0, "crash_fraction": 0.25,
+         "window": (0.05, 0.3), "settle_s": 3.0}
 
 
 def write_spec(path: Path, trials: int, steps: int, pace: float) -> None:
     spec = {"name": "chaos", "base": {"backend": "synthetic", "synthetic": {"step_seconds": pace},
-                                      "trainer": {"steps": steps, "eval_every": 5, "checkpoint_every": 5}},
+                                      "trainer": {"steps": steps, "eval_every": EVERY, "checkpoint_every": EVERY}},
             "seeds": list(range(trials // len(METHODS))), "resources": {"cpus": 0.5}, "max_concurrent": 4,
             "max_failures": 5, "max_trials": max(10000, trials), "variants": [{"algorithm": m} for m in METHODS],
             "report": {"table": {"select_by": "val/avg/acc", "at": "final"}}}
@@ -193,10 +200,10 @@ def report(name: str, uri: str, out: Path, cwd: Path, env: dict) -> dict[str, by
 
 def plan_faults(rng: random.Random, peer_wall: float, args: argparse.Namespace) -> list[dict]:
     """The faults of the chaos run, each at a time drawn in ``args.window`` (fractions of the peer's wall time);
-    a node stays down 5-15 s (smoke 2-5 s), a killed driver 1-5 s (smoke 1-2 s)."""
+    a node stays down 5-15 s (smoke 1-2 s), a killed driver 1-5 s (smoke 0.5-1 s)."""
     kinds = ["worker SIGKILL"] * args.worker_kills + ["node lost + back", "driver SIGKILL", "driver SIGKILL",
                                                        "tracking outage"]
-    node, gap = ((2, 5), (1, 2)) if args.smoke else ((5, 15), (1, 5))
+    node, gap = ((1, 2), (0.5, 1)) if args.smoke else ((5, 15), (1, 5))
     faults = [{"kind": kind, "at": round(rng.uniform(*args.window) * peer_wall, 1), "injected": False,
                "down_s": args.outage_s if kind == "tracking outage" else rng.uniform(*node)
                if kind == "node lost + back" else rng.uniform(*gap)} for kind in kinds]
@@ -328,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--crash-fraction", type=float, default=0.1, help="Share of trials that crash once (default 0.1).")
     ap.add_argument("--worker-kills", type=int, default=2, help="Ray worker SIGKILLs (default 2).")
     ap.add_argument("--outage-s", type=float, default=60.0, help="Seconds the tracking server is down (default 60).")
-    ap.add_argument("--smoke", action="store_true", help="20 trials, 0.4 s a step, 1 worker kill, a 5 s outage.")
+    ap.add_argument("--smoke", action="store_true", help="10 trials x 10 steps, 1 s a step, 1 worker kill, a 2 s "
+                    "outage (~4 min).")
     ap.add_argument("--workdir", type=Path, default=None, help="Where everything goes (default runs/chaos-<time>).")
     ap.add_argument("--keep", action="store_true", help="Keep the work dir (it is kept anyway when a check fails).")
     ap.add_argument("--timeout", type=float, default=3 * 3600, help="Seconds each sweep may take (default 3 h).")
@@ -336,10 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.window, args.settle_s = (0.08, 0.6), 20.0
     if args.smoke:  # trials long enough that the faults, one after another, land while it runs
-        args.trials, args.pace, args.worker_kills, args.outage_s, args.crash_fraction = 20, 0.4, 1, 5.0, 0.25
-        args.window, args.settle_s = (0.05, 0.35), 8.0
-    if args.trials < len(METHODS) or args.trials % len(METHODS) or args.steps < 5:
-        ap.error(f"--trials: a multiple of {len(METHODS)} (got {args.trials}); --steps: at least 5 (got {args.steps})")
+        vars(args).update(SMOKE)
+    if args.trials < len(METHODS) or args.trials % len(METHODS) or args.steps < EVERY:
+        ap.error(f"--trials: a multiple of {len(METHODS)} (got {args.trials}); --steps: at least {EVERY} "
+                 f"(got {args.steps})")
     workdir = (args.workdir or REPO / "runs" / time.strftime("chaos-%y%m%d-%H%M%S")).resolve()
     if len(str(workdir / "r")) > MAX_RAY_DIR:
         ap.error(f"--workdir {workdir}: too long for Ray's Unix sockets (its temp dir {workdir / 'r'} must be at most "

@@ -1,7 +1,7 @@
 """How fast the `sweep` command answers, side by side with the optuna and mlflow command lines.
 
     python benchmarks/cli_startup.py            # 7 runs of each command, medians
-    python benchmarks/cli_startup.py --smoke    # 2 runs of each, seconds
+    python benchmarks/cli_startup.py --smoke    # 1 run of each (~10 s on 2 cores)
 
 Times whole processes (interpreter start, imports, the answer) from this virtualenv's entry points:
 `sweep --help`, `sweep run --help`, `sweep ls-objectives`, `sweep status NAME` and `sweep ui NAME`
@@ -40,10 +40,10 @@ def timed(cmd: list[str], cwd: Path, runs: int) -> tuple[float, int]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true", help="2 runs per command")
+    ap.add_argument("--smoke", action="store_true", help="1 run per command (~10 s)")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args(argv)
-    runs = 2 if args.smoke else args.runs
+    runs = 1 if args.smoke else args.runs
     work = Path.cwd() / ".cli_startup"
     work.mkdir(exist_ok=True)
     (work / "bad_param.yaml").write_text("name: bad\nvariants:\n  - {algorithm: grpo, eps_lo: 0.2}\n")

@@ -2,7 +2,8 @@
 (evaluators.verifier.verify_answer vs plain math-verify), side by side.
 
     python benchmarks/eval_throughput.py              # 16 prompts x 8 samples x 64 tokens, 10 reps; 3 x 2,000 answers (~30 s)
-    python benchmarks/eval_throughput.py --smoke      # tiny workloads, 1 rep each: seconds
+    python benchmarks/eval_throughput.py --smoke      # 2 prompts x 2 samples x 8 tokens; 80 answers + 16 distinct,
+                                                      # 10 + 10 warm-up rows; 1 rep each (~15 s, mostly imports)
     python benchmarks/eval_throughput.py --threads 2  # torch threads of part 1 (default 1)
     python benchmarks/eval_throughput.py --part gen   # only part 1 (or --part verify: only part 2)
     python benchmarks/eval_throughput.py --model-dir DIR --device cuda   # a local HF checkpoint instead of the tiny model
@@ -236,7 +237,8 @@ def bench_verification(args) -> None:
 
     impls = {"verify_answer": verify_answer, "math-verify": plain}
     for fn in impls.values():  # warm-up: imports, sympy, regex compilation, verify_answer's worker process
-        _timed(fn, answer_mix(40, seed=10_000) + answer_mix(40, seed=10_001, per_gold=1, latex_share=1.0))
+        _timed(fn, answer_mix(args.warmup, seed=10_000) + answer_mix(args.warmup, seed=10_001, per_gold=1,
+                                                                     latex_share=1.0))
     mixes = [answer_mix(args.answers, seed=rep) for rep in range(args.reps)]
     seen = {(row[4], row[1]) for mix in mixes for row in mix}  # distinct set: no pair the mixes use
     distinct = [answer_mix(args.answers // 5, seed=20_000 + rep, per_gold=1, latex_share=1.0, seen=seen)
@@ -277,19 +279,22 @@ def bench_verification(args) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=("all", "gen", "verify"), default="all")
-    ap.add_argument("--smoke", action="store_true", help="tiny workloads, 1 rep: seconds")
+    ap.add_argument("--smoke", action="store_true", help="2 prompts x 2 samples x 8 tokens, 80 answers, 10 + 10 "
+                    "warm-up rows, 1 rep: ~15 s")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (part 1)")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (default 10 for part 1, 3 for part 2)")
     ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--samples", type=int, default=8, help="samples per prompt")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--answers", type=int, default=2000, help="answers per verification rep")
+    ap.add_argument("--warmup", type=int, default=40, help="warm-up rows of each kind (mix, distinct) per verifier")
     ap.add_argument("--model-dir", default=None, help="a local HF checkpoint instead of the tiny random model")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
     if args.smoke:
-        args.prompts, args.samples, args.max_new_tokens, args.answers = 4, 4, 16, 100
+        # 80 answers: the first mix (seed 0) has LaTeX golds too, which its per-kind rates need
+        args.prompts, args.samples, args.max_new_tokens, args.answers, args.warmup = 2, 2, 8, 80, 10
     reps = args.reps
     print(f"torch {torch.__version__}, load avg {os.getloadavg()[0]:.2f}")
     if args.part in ("all", "gen"):

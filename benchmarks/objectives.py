@@ -1,7 +1,7 @@
 """Objective benchmark: forward+backward time and peak memory of every zoo objective, next to verl's.
 
     python benchmarks/objectives.py                 # CPU: B x T = 64 x 4096, float32 (~3 min on 2 cores)
-    python benchmarks/objectives.py --smoke         # CPU: 4 x 256, 3 reps, memory of one case: ~15 s
+    python benchmarks/objectives.py --smoke         # CPU: 4 x 256, 1 rep, memory of one case's ours: ~20 s
     python benchmarks/objectives.py --device cuda   # GPU: 64 x 8192 and 256 x 8192, bf16 and fp32, 30 reps,
                                                     #      bandwidth bound, torch.compile beside 3 cases (last size)
     python benchmarks/objectives.py --device cuda --sizes 256x8192 --dtypes fp32 --only grpo,dhpo --json out.json
@@ -213,8 +213,8 @@ def measure_all_memory(cases, x, args, batch: int, tokens: int, times) -> dict[t
     memory: dict[tuple[str, str], float | None] = {}
     if args.no_memory or (args.device == "cpu" and not Path("/proc/self/clear_refs").exists()):
         return memory
-    for c in cases[:1] if args.smoke else cases:  # smoke: exercise the path once
-        for impl in ("ours", "verl"):
+    for c in cases[:1] if args.smoke else cases:  # smoke: exercise the path once (one child process)
+        for impl in ("ours",) if args.smoke else ("ours", "verl"):
             if (c.label, impl) not in times:
                 continue
             if args.device == "cuda":
@@ -297,7 +297,8 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes and 3 reps: end to end in seconds")
+    ap.add_argument("--smoke", action="store_true", help="4 x 256, 1 rep, the memory of the first case's ours only: "
+                    "end to end in ~20 s")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--sizes", default=None, help="B x T per table, e.g. 64x8192,256x8192 (default per device)")
     ap.add_argument("--dtypes", default=None, help="comma list of fp32, bf16 (default: fp32 on cpu, bf16,fp32 on cuda)")
@@ -316,7 +317,7 @@ def main(argv=None) -> None:
     dtypes = [d.strip() for d in (args.dtypes or ("fp32" if args.device == "cpu" else "bf16,fp32")).split(",")]
     if any(d not in DTYPES for d in dtypes):
         raise SystemExit(f"--dtypes: expected a comma list of {list(DTYPES)}, got {args.dtypes!r}")
-    reps = 3 if args.smoke else args.reps or (30 if args.device == "cuda" else 15)
+    reps = 1 if args.smoke else args.reps or (30 if args.device == "cuda" else 15)
     compile_labels = {s.strip() for s in (DEFAULT_COMPILE[args.device] if args.compile is None else args.compile).split(",")
                       if s.strip()}
     torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """The read commands on a big sweep behind `mlflow server` + PostgreSQL, beside the same sweep in sqlite.
 
     python benchmarks/server_reads.py runs/sweep_scale/sqlite/scale-grid-2000-sweep    # a kept sweep_scale store
-    python benchmarks/server_reads.py --smoke      # a synthetic 8-method x 3-seed store, a few minutes
+    python benchmarks/server_reads.py --smoke      # synthetic: 8 methods x 2 seeds x 10 steps, 1 run each (~2 min)
 
 Filling a server through its REST API runs at a few hundred metric rows a second here (docs/benchmarks.md),
 so 2,000 trials x 200 steps (4.8 M rows) would take hours. Instead the sweep's sqlite store (kept by
@@ -43,6 +43,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from scale_stores import mlflow_server, postgres_server  # noqa: E402
 
+SMOKE = {"seeds": (0, 1), "steps": 10, "eval_every": 5}
+"""--smoke's store (dashboards/collect/synthetic_store.py's 8 methods): a mean over 2 seeds in every cell."""
 TABLES = ("experiments", "runs", "tags", "params", "metrics", "latest_metrics")  # in the order keys need
 BATCH = 20_000
 
@@ -108,8 +110,7 @@ def smoke_store(root: Path) -> tuple[Path, str]:
     """A small synthetic sweep (dashboards/collect/synthetic_store.py) in sqlite under ``root``: (its folder, its name)."""
     from dashboards.collect.synthetic_store import fill_store
 
-    fill_store(f"sqlite:///{root}/mlflow.db", "reads-smoke", artifact_root=(root / "mlartifacts").as_uri(), seeds=(0, 1, 2),
-               steps=20, eval_every=5)
+    fill_store(f"sqlite:///{root}/mlflow.db", "reads-smoke", artifact_root=(root / "mlartifacts").as_uri(), **SMOKE)
     return root, "reads-smoke"
 
 
@@ -160,7 +161,8 @@ def main() -> None:
     parser.add_argument("store", type=Path, nargs="?", help="Folder of a kept sweep: its mlflow.db, named after it.")
     parser.add_argument("--name", default=None, help="The sweep's name (default: the folder's name).")
     parser.add_argument("--runs", type=int, default=3, help="Runs of each command (default 3).")
-    parser.add_argument("--smoke", action="store_true", help="A synthetic 24-trial store instead, one run each.")
+    parser.add_argument("--smoke", action="store_true", help="A synthetic 16-trial store (8 methods x 2 seeds, "
+                        "10 steps) instead, one run each (~2 min).")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "server_reads", help="Scratch folder.")
     parser.add_argument("--keep", action="store_true", help="Keep --out.")
     parser.add_argument("--peer", type=Path, default=None,

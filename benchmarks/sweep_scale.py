@@ -1,6 +1,6 @@
 """Sweeps at scale: N synthetic trials through `sweep run` and through raw Ray Tune + MLflow's own logger.
 
-    python benchmarks/sweep_scale.py --smoke                        # 8 trials x 10 steps, sqlite, grid (~2 min)
+    python benchmarks/sweep_scale.py --smoke                        # 3 trials x 4 steps, 2 slots, grid (~1.5 min)
     python benchmarks/sweep_scale.py                                # 100, 500 and 2000 trials x 200 steps, sqlite
     python benchmarks/sweep_scale.py --trials 100,500 --stores sqlite,postgres   # and `mlflow server` on PostgreSQL
     python benchmarks/sweep_scale.py --searches optuna,asha --trials 100,500     # the searches instead of a grid
@@ -51,6 +51,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 SLOT_CPUS, SLOTS, RAY_CPUS = 0.5, 4, 2
+SMOKE = {"trials": 3, "steps": 4, "slots": 2}
+"""--smoke: more trials than slots (one waits for a slot, an actor is reused), every step a validation."""
 METRIC = "val/avg/acc"
 
 
@@ -287,7 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stores", default="sqlite", help="Comma-separated: sqlite, postgres (default sqlite).")
     parser.add_argument("--searches", default="grid", help="Comma-separated: grid, optuna, asha (default grid).")
     parser.add_argument("--modes", default="raw,sweep", help="Comma-separated: raw, sweep, tune (default raw,sweep).")
-    parser.add_argument("--smoke", action="store_true", help="8 trials x 10 steps, sqlite, grid (~2 minutes).")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE['trials']} trials x {SMOKE['steps']} steps, "
+                        f"{SMOKE['slots']} slots, sqlite, grid (~1.5 minutes).")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "sweep_scale", help="Where the runs go (removed unless --keep).")
     parser.add_argument("--keep", action="store_true", help="Keep the stores and Tune results.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         print("RESULT " + json.dumps(child(json.loads(args.child))), flush=True)
         return
     if args.smoke:
-        args.trials, args.steps = "8", 10
+        args.trials, args.steps, args.slots = str(SMOKE["trials"]), SMOKE["steps"], SMOKE["slots"]
     sizes = [int(n) for n in args.trials.split(",")]
     stores, searches, modes = args.stores.split(","), args.searches.split(","), args.modes.split(",")
     for name, values, allowed in (("--stores", stores, ("sqlite", "postgres")), ("--searches", searches, ("grid", "optuna", "asha")),
