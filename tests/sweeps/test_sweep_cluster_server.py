@@ -3,21 +3,25 @@
 A token-protected cluster started with `ray start --head` plus a second node (`ray start --address`) on
 this machine, and `mlflow server` on 127.0.0.1 (sqlite backend), reached through a URI that carries
 credentials (`http://alice:<secret>@127.0.0.1:PORT`: the server ignores them; no output may show the
-secret). The driver has only `RAY_AUTH_TOKEN` set, as docs/clusters.md says. Checked, as a user types it:
+secret). The driver has only `RAY_AUTH_TOKEN` set, as docs/clusters.md says; MLflow's own http retry budget
+is cut to seconds (cluster_testlib.driver_env), so each outage below lasts seconds, not minutes. Checked, as a
+user types it:
 
 * `--address ray://...` is refused with exit 2 before anything is created (no cluster needed);
-* a wrong or missing token: exit 4, one clear line naming the address and what to set, no traceback;
-* a sweep across both nodes with the server stopped for 60 s mid-sweep (MLflow's retry budget cut to
-  seconds): exit 0, the outage said and its end, every step exactly once; a second driver of the same
-  sweep from another run directory meanwhile: exit 3 naming the holder;
-* a driver SIGKILLed during an outage, then re-run once the server is back: the journaled steps are
-  written first, every step exactly once; an outage past --tracking-outage-limit: exit 75 with the resume
-  hint, and the re-run completes;
-* while another job holds the cluster's CPUs the driver says what it waits for;
-* `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the
-  read commands create no store and say where they looked.
+* one sweep across both nodes (a synthetic trial on each: steps at a set pace, no model) through everything
+  that can happen to its driver: a second driver of the same sweep from another run directory refused (exit 3
+  naming the holder); the server stopped and the driver SIGKILLed while steps are only journaled; the same
+  command run again while the server is still down (it says so and waits, then writes the journaled steps
+  first); the server stopped and started again while the trials run (said, and its end). Exit 0, every step
+  exactly once, each trial resumed from a checkpoint, the parent FINISHED with its lease released;
+* `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the read
+  commands create no store and say where they looked;
+* while another job holds the cluster's CPUs the driver says once what it waits for, and runs when they
+  are free (a trial of the built-in trainer); an outage past --tracking-outage-limit then ends it with exit
+  75 and the resume hint, and the re-run completes, every step once;
+* a wrong or missing token: exit 4, one clear line naming the address and what to set, no traceback.
 
-Every process started here (Ray's daemons, the server, drivers) is ended by pid.
+Every process started here (Ray's daemons, the server, drivers, the job holding the CPUs) is ended by pid.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -33,8 +38,8 @@ from cluster_testlib import (SECRET, MlflowServer, RayCluster, driver_env, venv_
                              sweep, trial_runs)
 from sweep_testlib import short_cwd, steps_of, wait_for, write_spec
 
-
 pytestmark = pytest.mark.lane("local")  # its slow tests' lane (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def cluster():
@@ -56,6 +61,17 @@ def server(tmp_path_factory):
         s.stop()
 
 
+def _end(*procs: subprocess.Popen | None) -> None:
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # a session of its own: the process and its children
+            proc.wait(timeout=60)
+
+
+def _stepping(client, sweep_name: str) -> bool:
+    return any(steps_of(client, r.info.run_id, "trial/step") for r in trial_runs(client, sweep_name).values())
+
+
 def test_a_ray_client_address_is_refused_before_anything_is_created():
     cwd = short_cwd()
     spec = write_spec(cwd, "client_address", seeds=(0,), steps=2).name
@@ -65,9 +81,116 @@ def test_a_ray_client_address_is_refused_before_anything_is_created():
     assert not (cwd / "runs" / "mlflow.db").exists() and not (cwd / "runs" / "client_address").exists()
 
 
+OUTAGE_STEPS = 200  # 20 s a trial at its pace: the driver is killed a few seconds in, the re-run goes on
+
+
+def _outage_spec(directory) -> str:
+    """Two synthetic trials (no model: steps at a set pace, a checkpoint every 10), one CPU each: one per node."""
+    (directory / "outage.yaml").write_text(
+        "name: outage\n"
+        "base: {backend: synthetic, synthetic: {step_seconds: 0.1},\n"
+        f"       trainer: {{steps: {OUTAGE_STEPS}, eval_every: 50, checkpoint_every: 10}}}}\n"
+        "seeds: [0]\nmax_concurrent: 2\nreport_interval_s: 0.5\nresources: {cpus: 1}\n"
+        "variants: [{algorithm: grpo}, {algorithm: gspo}]\n")
+    return "outage.yaml"
+
+
+def _lease_taken(client, sweep_name: str) -> bool:
+    exp = client.get_experiment_by_name(sweep_name)
+    parents = client.search_runs([exp.experiment_id], "tags.role = 'parent'") if exp else []
+    return bool(parents) and "driver.lease" in parents[0].data.tags
+
+
+def _all_running(client, other_than: dict[str, str] | None = None) -> dict | None:
+    """The two trial runs of 'outage' when both are RUNNING short of their last step, each with a worker's pid
+    (not the one in ``other_than``: a worker of this driver)."""
+    runs = trial_runs(client, "outage")
+    ok = len(runs) == 2 and all(r.info.status == "RUNNING" and "ray.pid" in r.data.tags
+                                and r.data.tags["ray.pid"] != (other_than or {}).get(t)
+                                and r.data.metrics.get("trial/step", 0) < OUTAGE_STEPS for t, r in runs.items())
+    return runs if ok else None
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_a_wrong_or_missing_token_is_one_clear_error(cluster):
+@pytest.mark.timeout(900)
+def test_a_sweep_over_two_nodes_survives_a_second_driver_a_killed_driver_and_outages(cluster, server):
+    cwd, other = short_cwd(), short_cwd()
+    spec = _outage_spec(cwd)
+    _outage_spec(other)
+    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
+    args = ("run", spec, "--address", cluster.address, "--tracking-uri", server.uri, "--no-progress")
+    first_log, again_log = cwd / "first.log", cwd / "again.log"
+    client = server.client()
+    driver = start_sweep(cwd, first_log, *args, env=env)
+    again = None
+    try:
+        # A second driver of the same sweep, from another run directory, once the first holds the store's lease
+        wait_for(lambda: _lease_taken(client, "outage"), timeout=300)
+        second = sweep(other, *args, env=env)
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert "already running against this tracking store" in second.stderr and f"pid {driver.pid}" in second.stderr
+
+        # The server stopped; the driver, its steps journaled only, SIGKILLed
+        first_pids = {t: r.data.tags["ray.pid"] for t, r in wait_for(lambda: _all_running(client), timeout=300).items()}
+        server.stop()
+        wait_for(lambda: "unreachable since" in first_log.read_text(), timeout=120)
+        time.sleep(4)  # more steps journaled while the server is down
+        _end(driver)
+        journal = next((cwd / "runs" / "outage" / "tracking").glob("journal-*.jsonl"))
+        assert journal.stat().st_size > 0  # steps the store never got
+
+        # The same command again while the server is still down: it waits for it as for an outage. Meanwhile,
+        # without the URI, the read commands look in ./runs/mlflow.db of another directory: nothing there
+        again = start_sweep(cwd, again_log, *args, env=env)
+        empty = short_cwd()
+        with ThreadPoolExecutor(3) as pool:
+            elsewhere = list(pool.map(lambda command: sweep(empty, command, "outage", env=driver_env(), timeout=120),
+                                      ("status", "report", "ui")))
+        wait_for(lambda: "unreachable since" in again_log.read_text() or again.poll() is not None, timeout=120)
+        server.start()
+
+        # Its trials resumed (another worker each): the server stopped and started again while they run
+        wait_for(lambda: _all_running(client, other_than=first_pids), timeout=300)
+        server.stop()
+        wait_for(lambda: again_log.read_text().count("unreachable since") >= 2, timeout=120)
+        time.sleep(2)
+        server.start()
+        assert again.wait(timeout=600) == 0, again_log.read_text()[-4000:]
+    finally:
+        _end(driver, again)
+        if server.proc is None or server.proc.poll() is not None:
+            server.start()
+    for done, command in zip(elsewhere, ("status", "report", "ui")):
+        assert done.returncode == 2 and "no MLflow store at" in done.stderr, (command, done.stdout, done.stderr)
+    assert not (empty / "runs" / "mlflow.db").exists()
+    first, said = first_log.read_text(), again_log.read_text()
+    assert "an earlier driver" in said and "journaled" in said, said[-3000:]
+    assert said.count("unreachable since") >= 2 and said.count("reachable again after") >= 2, said[-3000:]
+    assert "Traceback" not in said
+    for text in (first, said, second.stdout + second.stderr):
+        assert SECRET not in text and "View run" not in text
+    assert_every_step_once(client, "outage", OUTAGE_STEPS, trials=2)
+    runs = trial_runs(client, "outage")
+    assert len({r.data.tags.get("ray.node_id") for r in runs.values()}) == 2, runs  # one trial on each node
+    assert all(int(r.data.tags["ray.resumed_from"]) > 0 for r in runs.values()), runs  # from a checkpoint
+    parent = client.search_runs([client.get_experiment_by_name("outage").experiment_id], "tags.role = 'parent'")[0]
+    assert parent.info.status == "FINISHED" and "driver.lease" not in parent.data.tags
+    assert all(SECRET not in v for v in parent.data.tags.values())
+
+    # The read commands, by name, against the server (through MLFLOW_TRACKING_URI, the one way for all)
+    read_env = {**env, "MLFLOW_TRACKING_URI": server.uri}
+    with ThreadPoolExecutor(3) as pool:
+        status, report, ui = pool.map(lambda command: sweep(cwd, command, "outage", env=read_env, timeout=120),
+                                      ("status", "report", "ui"))
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.count("FINISHED") == 2 and f"{OUTAGE_STEPS}/{OUTAGE_STEPS}" in status.stdout
+    assert report.returncode == 0, report.stderr
+    assert ui.returncode == 0 and f"http://alice:***@127.0.0.1:{server.port}/#/experiments/" in ui.stdout, ui.stdout
+    for done in (status, report, ui):
+        assert SECRET not in done.stdout + done.stderr and "View run" not in done.stdout
+
+
+def _wrong_or_missing_token_is_one_clear_error(cluster) -> None:
     cwd = short_cwd()
     spec = write_spec(cwd, "token_check", seeds=(0,), steps=2).name
     for env, said in (({"RAY_AUTH_TOKEN": "0" * 64}, "differs"), ({}, "RAY_AUTH_TOKEN")):
@@ -79,96 +202,12 @@ def test_a_wrong_or_missing_token_is_one_clear_error(cluster):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_a_sweep_over_two_nodes_survives_a_server_outage_and_a_second_driver_is_refused(cluster, server):
-    cwd, other = short_cwd(), short_cwd()
-    steps = 600  # long enough (~1-2 min) that the trials go on through the outage
-    spec = write_spec(cwd, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5).name
-    write_spec(other, "outage", seeds=(0,), steps=steps, max_concurrent=2, report_interval_s=0.5)
-    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
-    log = cwd / "driver.log"
-    driver = start_sweep(cwd, log, "run", spec, "--address", cluster.address, "--tracking-uri", server.uri,
-                         "--no-progress", env=env)
-    client = server.client()
-    try:
-        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
-                             for r in trial_runs(client, "outage").values()), timeout=600)
-        second = sweep(other, "run", "outage.yaml", "--address", cluster.address, "--tracking-uri", server.uri,
-                       "--no-progress", env=env)
-        assert second.returncode == 3, second.stdout + second.stderr
-        assert "already running against this tracking store" in second.stderr and f"pid {driver.pid}" in second.stderr
-        server.stop()
-        wait_for(lambda: "unreachable since" in log.read_text(), timeout=120)
-        time.sleep(60)
-        server.start()
-        assert driver.wait(timeout=900) == 0, log.read_text()[-4000:]
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-    out = log.read_text()
-    assert "reachable again after" in out and "View run" not in out and SECRET not in out
-    assert SECRET not in second.stdout + second.stderr
-    assert_every_step_once(client, "outage", steps, trials=2)
-    nodes = {r.data.tags.get("ray.node_id") for r in trial_runs(client, "outage").values()}
-    assert len(nodes) == 2, nodes  # one trial on each node (one CPU each, one CPU per trial)
-    parent = client.search_runs([client.get_experiment_by_name("outage").experiment_id], "tags.role = 'parent'")[0]
-    assert parent.info.status == "FINISHED" and "driver.lease" not in parent.data.tags
-    assert all(SECRET not in v for v in parent.data.tags.values())
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_a_driver_killed_during_an_outage_loses_nothing(cluster, server):
-    cwd = short_cwd()
-    steps = 400
-    spec = write_spec(cwd, "killed_in_outage", seeds=(0,), steps=steps, max_concurrent=2,
-                      report_interval_s=0.5).name
-    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
-    args = ("run", spec, "--address", cluster.address, "--tracking-uri", server.uri, "--no-progress")
-    log = cwd / "first.log"
-    driver = start_sweep(cwd, log, *args, env=env)
-    client = server.client()
-    try:
-        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
-                             for r in trial_runs(client, "killed_in_outage").values()), timeout=600)
-        server.stop()
-        wait_for(lambda: "unreachable since" in log.read_text(), timeout=120)
-        time.sleep(10)  # more steps journaled while the server is down
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=60)
-    journal = next((cwd / "runs" / "killed_in_outage" / "tracking").glob("journal-*.jsonl"))
-    assert journal.stat().st_size > 0  # steps the store never got
-    server.start()
-    again = sweep(cwd, *args, env=env, timeout=900)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "an earlier driver" in again.stderr and "journaled" in again.stderr
-    assert_every_step_once(client, "killed_in_outage", steps, trials=2)
-
-    # The read commands, by name, against the server (through MLFLOW_TRACKING_URI, the one way for all)
-    read_env = {**env, "MLFLOW_TRACKING_URI": server.uri}
-    status = sweep(cwd, "status", "killed_in_outage", env=read_env)
-    assert status.returncode == 0, status.stderr
-    assert status.stdout.count("FINISHED") == 2 and f"{steps}/{steps}" in status.stdout
-    report = sweep(cwd, "report", "killed_in_outage", env=read_env)
-    assert report.returncode == 0, report.stderr
-    ui = sweep(cwd, "ui", "killed_in_outage", env=read_env, timeout=60)
-    assert ui.returncode == 0 and f"http://alice:***@127.0.0.1:{server.port}/#/experiments/" in ui.stdout, ui.stdout
-    for done in (again, status, report, ui):
-        assert SECRET not in done.stdout + done.stderr and "View run" not in done.stdout
-    # Without the URI the read commands look in ./runs/mlflow.db of another directory: nothing there, none created
-    empty = short_cwd()
-    for command in (("status", "killed_in_outage"), ("report", "killed_in_outage"), ("ui", "killed_in_outage")):
-        done = sweep(empty, *command, env=driver_env(), timeout=60)
-        assert done.returncode == 2 and "no MLflow store at" in done.stderr, (command, done.stdout, done.stderr)
-    assert not (empty / "runs" / "mlflow.db").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_a_sweep_waiting_for_resources_says_what_it_waits_for(cluster, server):
-    """Another job holds both CPUs of the cluster: after 30 s the driver says what it needs and what is free;
-    once the job ends the sweep runs."""
+@pytest.mark.timeout(900)
+def test_a_driver_waits_for_cpus_then_an_outage_past_the_limit_ends_it_and_the_rerun_completes(cluster, server):
+    """Another job holds both CPUs of the cluster: after 30 s the driver says what it needs and what is free
+    (meanwhile: drivers with a wrong or no token are refused); once the job ends the trial runs, the server
+    stops, and past --tracking-outage-limit the driver ends as an interruption (75); the same command without
+    the limit completes the sweep."""
     cwd = short_cwd()
     env = driver_env(RAY_AUTH_TOKEN=cluster.token)
     holder = subprocess.Popen(
@@ -180,79 +219,33 @@ def test_a_sweep_waiting_for_resources_says_what_it_waits_for(cluster, server):
          "print('HOLDING', flush=True)\ntime.sleep(3600)\n"],
         env={**env, "RAY_AUTH_MODE": "token"}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         start_new_session=True)
-    spec = write_spec(cwd, "waits", seeds=(0,), steps=4, variants=[{"algorithm": "grpo"}]).name
-    log = cwd / "driver.log"
+    steps = 120  # the driver gives up ~10 s after the outage begins, mid-trial: the rerun does the rest
+    spec = write_spec(cwd, "waits", seeds=(0,), steps=steps, variants=[{"algorithm": "grpo"}],
+                      report_interval_s=0.5).name
+    args = ("run", spec, "--address", cluster.address, "--tracking-uri", server.uri, "--no-progress",
+            "--tracking-outage-limit", "8")
+    log = cwd / "first.log"
+    client = server.client()
     driver = None
     try:
         assert holder.stdout.readline().strip() == "HOLDING"
-        driver = start_sweep(cwd, log, "run", spec, "--address", cluster.address, "--tracking-uri", server.uri,
-                             "--no-progress", env=env)
+        driver = start_sweep(cwd, log, *args, env=env)
+        _wrong_or_missing_token_is_one_clear_error(cluster)
         wait_for(lambda: "waiting for resources" in log.read_text(), timeout=120)
         line = next(x for x in log.read_text().splitlines() if "waiting for resources" in x)
         assert "1 trial(s) pending" in line and "each trial needs 1 CPU" in line and "0 CPU, 0 GPU free of 2 CPU" in line
-        os.killpg(holder.pid, signal.SIGKILL)  # the other job ends: its CPUs come back
-        holder.wait(timeout=30)
-        assert driver.wait(timeout=300) == 0, log.read_text()[-3000:]
-    finally:
-        for proc in (holder, driver):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-    assert log.read_text().count("waiting for resources") == 1
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_an_outage_past_the_limit_ends_the_sweep_as_an_interruption_and_the_rerun_completes(server):
-    cwd = short_cwd()
-    steps = 300  # the driver gives up ~10 s after the first step, mid-trial: the rerun does the rest
-    spec = write_spec(cwd, "past_limit", seeds=(0,), steps=steps, variants=[{"algorithm": "grpo"}],
-                      report_interval_s=0.5).name
-    args = ("run", spec, "--tracking-uri", server.uri, "--no-progress", "--tracking-outage-limit", "8")
-    log = cwd / "first.log"
-    driver = start_sweep(cwd, log, *args, env=driver_env())
-    client = server.client()
-    try:
-        wait_for(lambda: any(steps_of(client, r.info.run_id, "trial/step")
-                             for r in trial_runs(client, "past_limit").values()), timeout=300)
+        _end(holder)  # the other job ends: its CPUs come back
+        wait_for(lambda: _stepping(client, "waits"), timeout=300)
         server.stop()
         assert driver.wait(timeout=120) == 75, log.read_text()[-3000:]
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-        server.start()
-    said = log.read_text()
-    assert "unreachable for" in said and "limit 8s" in said and "nothing is lost" in said
-    assert "run the same command again to resume" in said and SECRET not in said
-    again = sweep(cwd, *args[:-2])
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert_every_step_once(client, "past_limit", steps, trials=1)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_a_driver_started_while_the_server_is_down_waits_for_it_as_for_an_outage(server):
-    """A driver (re)started during an outage (benchmarks/chaos.py: the driver killed and run again while the server
-    restarts) says the store is unreachable and goes on once it is back, instead of ending in MLflow's traceback."""
-    cwd = short_cwd()
-    spec = cwd / "started_in_outage.yaml"
-    spec.write_text("name: started_in_outage\n"
-                    "base: {backend: synthetic, synthetic: {step_seconds: 0.05}, trainer: {steps: 6, eval_every: 3}}\n"
-                    "seeds: [0]\nresources: {cpus: 0.5}\nvariants: [{algorithm: grpo}]\n")
-    server.stop()
-    log = cwd / "driver.log"
-    driver = start_sweep(cwd, log, "run", spec.name, "--tracking-uri", server.uri, "--no-progress", "--no-report",
-                         env=driver_env())
-    try:
-        wait_for(lambda: "unreachable since" in log.read_text() or driver.poll() is not None, timeout=120)
-        time.sleep(5)  # a few tries while it is down
-        server.start()
-        assert driver.wait(timeout=400) == 0, log.read_text()[-3000:]
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
+        _end(holder, driver)
         if server.proc is None or server.proc.poll() is not None:
             server.start()
     said = log.read_text()
-    assert "unreachable since" in said and "reachable again after" in said, said[-3000:]
-    assert "Traceback" not in said and SECRET not in said
-    assert_every_step_once(server.client(), "started_in_outage", 6, trials=1)
+    assert said.count("waiting for resources") == 1
+    assert "unreachable for" in said and "limit 8s" in said and "nothing is lost" in said
+    assert "run the same command again to resume" in said and SECRET not in said
+    again = sweep(cwd, *args[:-2], env=env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert_every_step_once(client, "waits", steps, trials=1)
