@@ -41,6 +41,8 @@ SMOKE_SAYS = {
     "trainers.objectives": r"^smoke dhpo\s+loss=[+-]\d+\.\d{4} grad_norm=\d+\.\d{4} metrics=\d+$",
     "trainers.verl_backend.shaped_model": r"^smoke ok: qwen3-0.6b with 2 layers and 1,024 ids: [\d,]+ parameters built, "
                                           r"loaded back in bfloat16, every id decodes$",
+    "trainers.verl_backend.shipped_base": r"^smoke ok: tiny-qwen3-[0-9a-f]{12}: its bytes, its spec and the recipe's "
+                                          r"first 50 warm-start steps match RECIPE.json$",
     "trainers.verl_backend.launch": r"^smoke ok: the dry run of the defaults with backend=verl verl.device=cpu: "
                                     r"python -m verl.trainer.main_ppo with \d+ overrides",
 }

@@ -22,6 +22,8 @@ Tiny Qwen3 (``tiny_qwen3``)
     (the EOS), loss on the response only. Like the local backend's base, it solves some but not all
     easy problems, so RL gets non-zero rewards and gradients; ``warm_start_steps=0`` keeps the random
     model. Deterministic (fixed seeds, torch RNG forked).
+    The default base (``VerlConfig.tiny_warm_start_steps`` steps on TINY_DEFAULTS) is shipped in the repository
+    (trainers/verl_backend/bases/, trainers/verl_backend/shipped_base.py) and copied into the cache, not built.
     The directory name carries a hash of everything that defines it (sizes, seed, vocabulary,
     template, warm-start settings, ASSET_VERSION), so a changed spec builds a new directory and an unchanged one is
     reused without rebuilding. It is written to a temporary directory next to it and moved into
@@ -52,6 +54,9 @@ ASSET_VERSION = 2
 """Bump when the way the checkpoint is built changes (the hash, hence the directory, changes too)."""
 ASSET_MARKER = "zoo_asset.json"
 """Written last into a built checkpoint (its spec): a directory without it is incomplete."""
+SHIPPED_DIR = Path(__file__).resolve().parent / "bases"
+"""The checkpoints the repository ships (trainers/verl_backend/shipped_base.py): copied into the cache, not built."""
+SHIPPED_RECIPE = "RECIPE.json"
 
 PAD, IM_START, IM_END, UNK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END, UNK)
@@ -108,9 +113,10 @@ def chat_prompt(tokenizer, prompt: str) -> str:
                                          tokenize=False)
 
 
-def warm_start_tiny(model, tokenizer, steps: int, log=print) -> None:
+def warm_start_tiny(model, tokenizer, steps: int, log=print, stop_after: int | None = None) -> None:
     """Supervised warm start of ``model`` in place (see the module docstring), through
-    trainers.local.warmstart.warm_start on problems whose prompt is the chat-templated prompt."""
+    trainers.local.warmstart.warm_start on problems whose prompt is the chat-templated prompt; ``stop_after``:
+    only that many of its ``steps`` (the same schedule: the prefix trainers/verl_backend/shipped_base.py checks)."""
     import dataclasses
 
     import torch
@@ -128,12 +134,19 @@ def warm_start_tiny(model, tokenizer, steps: int, log=print) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(WARM_START_THREADS)
     try:
-        warm_start(model, tokenizer, problems, cfg, log)
+        warm_start(model, tokenizer, problems, cfg, log, stop_after=stop_after)
     finally:
         torch.set_num_threads(threads)
 
 
 def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int = 0, log=print) -> None:
+    model, tokenizer = build_tiny_model(sizes, warm_start_steps, log)
+    save_model_dir(out, model, tokenizer, _spec(sizes, warm_start_steps))
+
+
+def build_tiny_model(sizes: Mapping[str, int], warm_start_steps: int = 0, log=print, stop_after: int | None = None):
+    """The tiny Qwen3 of ``sizes`` and its tokenizer in memory, warm-started (the first ``stop_after`` steps only,
+    when given): what ``tiny_qwen3`` saves."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -158,8 +171,8 @@ def _build_model_dir(out: Path, sizes: Mapping[str, int], warm_start_steps: int 
         torch.manual_seed(sizes["seed"])
         model = Qwen3ForCausalLM(config)
         if warm_start_steps:
-            warm_start_tiny(model, tokenizer, warm_start_steps, log)
-    save_model_dir(out, model, tokenizer, _spec(sizes, warm_start_steps))
+            warm_start_tiny(model, tokenizer, warm_start_steps, log, stop_after)
+    return model, tokenizer
 
 
 def save_model_dir(out: Path, model, tokenizer, spec: Mapping) -> None:
@@ -198,7 +211,17 @@ def tiny_qwen3(cache_dir: Path, warm_start_steps: int = 0, log=print, **sizes: i
     if sizes["hidden_size"] % sizes["num_heads"] or sizes["num_heads"] % sizes["num_kv_heads"]:
         raise ValueError(f"tiny_qwen3: hidden_size must divide by num_heads and num_heads by num_kv_heads: {sizes}")
     final = Path(cache_dir).resolve() / f"tiny-qwen3-{spec_key(_spec(sizes, warm_start_steps))}"
+    shipped = SHIPPED_DIR / final.name
+    if (shipped / ASSET_MARKER).is_file():  # the repository ships it (shipped_base.py): copied, not built
+        return build_once(final, lambda out: _copy_files(shipped, out))
     return build_once(final, lambda out: _build_model_dir(out, sizes, warm_start_steps, log))
+
+
+def _copy_files(source: Path, out: Path) -> None:
+    """The checkpoint's files (not shipped_base.py's RECIPE.json), the marker last."""
+    for path in sorted(source.iterdir(), key=lambda p: p.name == ASSET_MARKER):
+        if path.is_file() and path.name != SHIPPED_RECIPE:
+            shutil.copyfile(path, out / path.name)
 
 
 def spec_key(spec: Mapping) -> str:
