@@ -8,5 +8,8 @@ cd "$(dirname "$0")/.."
 # session's directory, named by this pid (exec keeps it), which tests/conftest.py takes (tests/suite_tmp.py).
 export TMPDIR="$PWD/.rt/tmp-$$"
 mkdir -p "$TMPDIR"
+# Bytecode caches written (git-ignored __pycache__/): the suite starts hundreds of Python processes, and pytest's
+# workers rewrite every test module; with PYTHONDONTWRITEBYTECODE set each of them would compile them again.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh
 exec .venv/bin/python -m pytest -n 2 "$@"
