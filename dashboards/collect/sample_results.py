@@ -70,6 +70,21 @@ def where(path: Path, index: int) -> str:
     return f"row {index + 1}" + (f" (line {index + 2})" if path.suffix.lower() == ".csv" else "")
 
 
+def read_table(path: Path, expected: str, **csv_options) -> pd.DataFrame:
+    """A results file (.parquet/.pq, otherwise CSV) as a frame; an empty or unreadable file is a ValueError naming
+    it and what it should hold (``expected``: its columns), not the reader's own message."""
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        return pd.read_csv(path, **csv_options)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: empty file; expected a header with the columns {expected}") from None
+    except (OSError, ValueError, pd.errors.ParserError) as err:  # pyarrow's errors are OSError/ValueError kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path}: not a readable {'Parquet' if path.suffix.lower() in ('.parquet', '.pq') else 'CSV'} "
+                         f"file ({first}); expected the columns {expected}") from None
+
+
 def numeric_column(df: pd.DataFrame, column: str, path: Path, allow_empty: bool = False) -> pd.Series:
     """`df[column]` as floats; ValueError naming the file, the column and the first row that is not a finite
     number (inf, 1e999 and text are refused; an empty cell, NA or NaN counts as one unless `allow_empty`)."""
@@ -110,8 +125,8 @@ def load_samples(path: str | Path) -> SampleResults:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"results file not found: {path}")
-    df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else \
-        pd.read_csv(path, dtype={c: str for c in ("model", "method", "config", "benchmark", "problem", "sample")})
+    df = read_table(path, ", ".join(SAMPLE_COLUMNS),
+                    dtype={c: str for c in ("model", "method", "config", "benchmark", "problem", "sample")})
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in SAMPLE_COLUMNS if c not in df.columns]
     if missing:

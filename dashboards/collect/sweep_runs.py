@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from contract.suggest import did_you_mean
-from dashboards.collect.sample_results import numeric_column
+from dashboards.collect.sample_results import numeric_column, read_table
 from tracking_store.client import StoreMissing
 from tracking_store.rest_reads import open_reader
 from tracking_store.history import joined_history, read_history_client, read_history_sqlite
@@ -298,7 +298,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"results file not found: {path}")
-    df = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+    df = read_table(path, ", ".join(RESULT_COLUMNS))
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in RESULT_COLUMNS if c not in df.columns]
     if missing:

@@ -211,9 +211,20 @@ and the sd of the row's runs over seeds with the sampling noise taken away (per-
 
 def to_frame(t: Table) -> pd.DataFrame:
     """The displayed numbers as a frame (one row per table row, no marks); with intervals or a paired test
-    also each column's STAT_COLUMNS (scaled like the values, one more decimal; p-values to 4 digits)."""
+    also each column's STAT_COLUMNS (scaled like the values, one more decimal; p-values to 4 digits). Where
+    the paired test could not run (a footnote "no paired test: ..."), those columns are there, empty, with a
+    ``paired_test`` column giving the reason for each row of that model."""
     recs = []
-    stats = any(c.ci is not None or c.test for r in t.rows for c in r.cells.values())
+    # a paired test that could not run (one seed per method, no verdicts of the baseline): the columns stay, empty,
+    # and a `paired_test` column gives the footnote's reason, so a CSV reader is not left guessing
+    untested = [n for n in t.footnotes if "no paired test: " in n]
+    stats = bool(untested) or any(c.ci is not None or c.test for r in t.rows for c in r.cells.values())
+
+    def why_untested(r) -> str:
+        if any(c.test for c in r.cells.values()):
+            return ""
+        mine = [n for n in untested if not r.model or n.startswith(f"{r.model}: ")]
+        return mine[0].split("no paired test: ", 1)[1] if mine else ""
 
     def scaled(v: float | None) -> float | None:
         return None if v is None else round(v * t.config.scale, t.config.decimals + 1)
@@ -236,6 +247,8 @@ def to_frame(t: Table) -> pd.DataFrame:
                 for k in ("p", "p_holm"):
                     rec[f"{col} {k}"] = float(f"{test[k]:.4g}") if k in test else None
                 rec[f"{col} seed_sd"] = scaled(cell.seed_sd)
+        if untested:
+            rec["paired_test"] = why_untested(r)
         recs.append(rec)
     return pd.DataFrame(recs)
 

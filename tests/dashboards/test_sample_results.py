@@ -377,3 +377,30 @@ def test_lm_eval_samples_give_the_paired_table(tmp_path):
         assert 0 <= p <= p_holm <= 1, (col, p, p_holm)
     folder = sweep_table(tmp_path / "out", "-f", "csv", "--baselines", "GRPO", "--decimals", "3", "--methods", "GRPO,DHPO")
     assert folder.exit_code == 0 and folder.stdout.replace("\n,", "\ntiny-qwen3,") == r.stdout
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("empty.csv", b"", "empty file; expected a header with the columns model, method, benchmark, value"),
+    ("quote.csv", b'model,method\n"a,b\n', "not a readable CSV file (Error tokenizing data"),
+    ("empty.parquet", b"", "not a readable Parquet file"),
+    ("short.parquet", b"PAR1", "not a readable Parquet file"),
+])
+def test_an_empty_or_unreadable_file_exits_2_naming_it(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    r = sweep_table(tmp_path / name)
+    assert r.exit_code == 2 and f"{tmp_path / name}: {message}" in r.stderr and r.stdout == "", r.output
+    assert "Traceback" not in r.output and "EmptyDataError" not in r.output
+
+
+def test_one_seed_per_method_keeps_the_test_columns_empty_and_says_why_in_the_csv(tmp_path):
+    df = samples_frame()
+    df[df["seed"] == 0].to_csv(tmp_path / "one.csv", index=False)
+    r = sweep_table(tmp_path / "one.csv", "--baselines", "GRPO", "-f", "csv")
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(io.StringIO(r.stdout)).set_index("method")
+    assert {"easy p", "easy p_holm", "AVG diff", "AVG diff_low"} <= set(table.columns)
+    assert table[["easy p", "AVG p_holm", "AVG diff"]].isna().all().all()
+    assert set(table["paired_test"]) == {"fewer than 2 seeds per method (a seed's spread cannot be estimated from one)"}
+    df.to_csv(tmp_path / "three.csv", index=False)  # with three seeds: tested, and no such column
+    tested = pd.read_csv(io.StringIO(sweep_table(tmp_path / "three.csv", "--baselines", "GRPO", "-f", "csv").stdout))
+    assert "paired_test" not in tested.columns and tested["AVG p"].notna().any()
