@@ -85,6 +85,9 @@ PLUGINS = EnvVar("SWEEP_PLUGINS", str, None,
 STATUS_EVERY = EnvVar("SWEEP_STATUS_EVERY", float, 60.0,
                       "sweep run: seconds between status lines when stdout is not a terminal (0: none; "
                       "--status-every wins).")
+WAIT_NOTE_AFTER = EnvVar("SWEEP_WAIT_NOTE_AFTER", float, 30.0,
+                         "sweep run: seconds trials may wait with none running before the driver says once what "
+                         "each trial needs and what the cluster has free.")
 # ---- MLflow's own
 MLFLOW_TRACKING_URI = EnvVar("MLFLOW_TRACKING_URI", str, None,
                             "The tracking store when --tracking-uri is not given (else the run dir's mlflow.db).",

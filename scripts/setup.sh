@@ -23,9 +23,10 @@ $PIP install -q -c constraints.txt uv==0.13.9
 mkdir -p .cache/tmp
 export UV_CACHE_DIR="${UV_CACHE_DIR:-$PWD/.cache/uv}" TMPDIR="$PWD/.cache/tmp" UV_NATIVE_TLS=1 UV_PYTHON=.venv/bin/python
 mapfile -d '' SOURCES < <(.venv/bin/python scripts/pip_sources.py)
-# pip's rule for several indexes (the best version from any); byte code written at install, as pip
-# does: without it the suite's many concurrent processes each compile what they import (twice as long)
-UV=(.venv/bin/uv pip install -q "${SOURCES[@]}" --index-strategy unsafe-best-match --compile-bytecode)
+# pip's rule for several indexes (the best version from any). No byte code compiled at install (27,000 files,
+# most never imported: about 70 CPU-seconds): Python writes the caches of what is imported, when it is first
+# imported (below where PYTHONDONTWRITEBYTECODE stops that)
+UV=(.venv/bin/uv pip install -q "${SOURCES[@]}" --index-strategy unsafe-best-match)
 "${UV[@]}" -c constraints.txt torch==2.13.0
 # The project, its test tools, the verl plug-in with verl's own (core) dependencies and the
 # PostgreSQL driver of the server extra, in one resolution. Never the gpu extra (vllm: CUDA only) here or in CI.
@@ -118,6 +119,11 @@ if ! have_postgres; then
         exit 1 ;;
     esac
   fi
+fi
+# With PYTHONDONTWRITEBYTECODE set, Python reads byte code caches but never writes them, so every process would
+# compile what it imports again: the caches of what the platform's processes import are written once, here.
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+  .venv/bin/python scripts/warm_bytecode.py
 fi
 rm -f .venv/.setup-*
 touch "$stamp"

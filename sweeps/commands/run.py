@@ -70,6 +70,18 @@ class OutputOptions:
             raise typer.BadParameter(f"--status-every / {STATUS_EVERY.name}: expected seconds >= 0, got {value:g}")
         return value
 
+    def seconds_before_the_wait_note(self) -> float:
+        """SWEEP_WAIT_NOTE_AFTER, else 30; a bad value is a usage error."""
+        from contract.env import WAIT_NOTE_AFTER
+
+        try:
+            value = WAIT_NOTE_AFTER.get()
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from None
+        if value < 0:
+            raise typer.BadParameter(f"{WAIT_NOTE_AFTER.name}: expected seconds >= 0, got {value:g}")
+        return value
+
 
 @grouped
 def run(spec: SpecArg, overrides: Overrides = None,
@@ -79,7 +91,7 @@ def run(spec: SpecArg, overrides: Overrides = None,
 
     Examples: sweep run dhpo_vs_baselines.yaml | sweep run my.yaml trainer.steps=50 seeds=[0] --dry-run
     """
-    every = output.seconds_between_status_lines()
+    every, wait_note = output.seconds_between_status_lines(), output.seconds_before_the_wait_note()
     loaded = load_user_spec(spec, overrides or [], smoke)
     if smoke:  # the sweep is NAME_smoke: said before anything runs, and again at the end
         warn(smoke_note(loaded.name))
@@ -92,7 +104,7 @@ def run(spec: SpecArg, overrides: Overrides = None,
     _run_and_report(loaded, RunOptions(
         run_dir=launch.run_dir, tracking_uri=launch.tracking_uri, address=launch.address,
         show_progress=not output.no_progress, ray_temp_dir=launch.ray_temp_dir, status_every=every,
-        tracking_outage_limit_s=launch.tracking_outage_limit), report=not output.no_report, smoke=smoke)
+        wait_note_after_s=wait_note, tracking_outage_limit_s=launch.tracking_outage_limit), report=not output.no_report, smoke=smoke)
 
 
 @grouped

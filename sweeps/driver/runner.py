@@ -67,6 +67,8 @@ class RunOptions:
     """Live rich table on the terminal; status lines when stdout is not one (sweeps/driver/progress.py)."""
     status_every: float = 60.0
     """Seconds between status lines when stdout is not a terminal; 0: none (the table once, at the end)."""
+    wait_note_after_s: float = 30.0
+    """Seconds trials may wait with none running before the driver says what they need and what is free."""
     ray_temp_dir: Path | None = None
     """Local Ray temp dir (keep it short: Unix socket paths); default <run_dir>/.ray."""
     tracking_outage_limit_s: float = 3600.0
@@ -123,6 +125,7 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     tracking_uri = resolve_uri(options.tracking_uri, run_dir)
     layout = RunLayout(run_dir).sweep(spec.name)
     state = DriverState(scratch=layout.scratch, slot=dict(placement.tune_resources),
+                        wait_note_after_s=options.wait_note_after_s,
                         by_id={} if spec.search else {t.trial_id: t for t in spec.trials})
     journal = Journal(layout.journal(tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,

@@ -62,6 +62,7 @@ class DriverState:
     slot: dict[str, float] = field(default_factory=dict)  # what one trial asks of Ray (its Tune slot)
     waiting_since: float | None = None  # trials pending and none running since then
     waiting_said: bool = False
+    wait_note_after_s: float = 30.0  # trials pending and none running for this long: say why
     notes_read_at: float = 0.0
 
     def stall_reason(self, trial_id: str) -> str | None:
@@ -191,9 +192,6 @@ class MlflowLogger(Callback):
             s.progress.update(tid, state="FAILED")
 
 
-WAIT_NOTE_S = 30.0  # trials pending and none running for this long: say why
-
-
 def _say_if_waiting(state: DriverState, trials) -> None:
     """Once per wait: 'waiting for resources: each trial needs X; the cluster has Y free of Z'."""
     statuses = [t.status for t in trials]
@@ -203,7 +201,7 @@ def _say_if_waiting(state: DriverState, trials) -> None:
     now = time.monotonic()
     if state.waiting_since is None:
         state.waiting_since = now
-    if state.waiting_said or now - state.waiting_since < WAIT_NOTE_S:
+    if state.waiting_said or now - state.waiting_since < state.wait_note_after_s:
         return
     state.waiting_said = True
     import ray

@@ -65,6 +65,9 @@ def test_a_bad_interval_is_refused_before_anything_runs(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "SWEEP_STATUS_EVERY: expected seconds >= 0, got -1" in said(result)
     result = CliRunner().invoke(app, ["run", str(SPEC)], env={"SWEEP_STATUS_EVERY": "often"})
     assert result.exit_code == 2 and "SWEEP_STATUS_EVERY: expected float, got 'often'" in said(result)
+    for value, error in (("-3", "expected seconds >= 0, got -3"), ("soon", "expected float, got 'soon'")):
+        result = CliRunner().invoke(app, ["run", str(SPEC)], env={"SWEEP_WAIT_NOTE_AFTER": value})
+        assert result.exit_code == 2 and f"SWEEP_WAIT_NOTE_AFTER: {error}" in said(result), said(result)
     assert not list(tmp_path.iterdir())
 
 

@@ -16,8 +16,8 @@ user types it:
   exactly once, each trial resumed from a checkpoint, the parent FINISHED with its lease released;
 * `sweep status NAME`, `sweep report NAME`, `sweep ui NAME` against the server; without the URI the read
   commands create no store and say where they looked;
-* while another job holds the cluster's CPUs the driver says once what it waits for, and runs when they
-  are free (a trial of the built-in trainer); an outage past --tracking-outage-limit then ends it with exit
+* while another job holds the cluster's CPUs the driver says once what it waits for (after
+  SWEEP_WAIT_NOTE_AFTER, 30 s by default, here 3 s), and runs when they are free (a trial of the built-in trainer); an outage past --tracking-outage-limit then ends it with exit
   75 and the resume hint, and the re-run completes, every step once;
 * a wrong or missing token: exit 4, one clear line naming the address and what to set, no traceback.
 
@@ -204,12 +204,12 @@ def _wrong_or_missing_token_is_one_clear_error(cluster) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_driver_waits_for_cpus_then_an_outage_past_the_limit_ends_it_and_the_rerun_completes(cluster, server):
-    """Another job holds both CPUs of the cluster: after 30 s the driver says what it needs and what is free
-    (meanwhile: drivers with a wrong or no token are refused); once the job ends the trial runs, the server
-    stops, and past --tracking-outage-limit the driver ends as an interruption (75); the same command without
-    the limit completes the sweep."""
+    """Another job holds both CPUs of the cluster: after SWEEP_WAIT_NOTE_AFTER (3 s here) the driver says what it
+    needs and what is free (meanwhile: drivers with a wrong or no token are refused); once the job ends the trial
+    runs, the server stops, and past --tracking-outage-limit the driver ends as an interruption (75); the same
+    command without the limit completes the sweep."""
     cwd = short_cwd()
-    env = driver_env(RAY_AUTH_TOKEN=cluster.token)
+    env = driver_env(RAY_AUTH_TOKEN=cluster.token, SWEEP_WAIT_NOTE_AFTER="3")
     holder = subprocess.Popen(
         [venv_exe("python"), "-c",
          "import ray, time\n"

@@ -14,6 +14,7 @@ tests/trainers/objectives/test_objectives_registry.py checks that every register
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 from collections.abc import Mapping
@@ -128,17 +129,24 @@ class ObjectiveSpec:
 
     def param_docs(self) -> dict[str, tuple[Any, str]]:
         """name -> (default, one-line description), read from the params dataclass docstrings."""
-        return {f.name: (f.default, _field_doc(self.params_cls, f.name)) for f in dataclasses.fields(self.params_cls)}
+        docs = _field_docs(self.params_cls)
+        return {f.name: (f.default, docs.get(f.name, "")) for f in dataclasses.fields(self.params_cls)}
 
 
-def _field_doc(cls: type, name: str) -> str:
+@functools.cache
+def _field_docs(cls: type) -> dict[str, str]:
+    """field name -> the one-line docstring under it in the class's source (read once per class: finding a
+    class's source parses its whole module)."""
     lines = inspect.getsource(cls).splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith(f"{name}:") and i + 1 < len(lines):
-            doc = lines[i + 1].strip()
-            if doc.startswith('"""'):
-                return doc.strip('"')
-    return ""
+    docs = {}
+    for f in dataclasses.fields(cls):
+        for i, line in enumerate(lines):
+            if line.strip().startswith(f"{f.name}:") and i + 1 < len(lines):
+                doc = lines[i + 1].strip()
+                if doc.startswith('"""'):
+                    docs[f.name] = doc.strip('"')
+                    break
+    return docs
 
 
 OBJECTIVES: dict[str, ObjectiveSpec] = {}

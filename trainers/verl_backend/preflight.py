@@ -5,7 +5,8 @@
                                  (trainers/verl_backend/translate.py); a bad combination is a
                                  ConfigError naming the key. Also: a GPU trial needs a real model.
 
-Trials with identical overrides are validated once (a seed grid differs only in the seed).
+Trials with identical overrides are validated once per process (a seed grid differs only in the seed; a spec
+loaded again, by `sweep report` after `sweep run` or by the test suite, is not validated twice).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from trainers.verl_backend.config import needs_user_model
 
 
 SUPPORTED_VERL = "0.9.1"  # the version whose config schema, registries and loss signature we use
+VALIDATED: set[tuple[str, ...]] = set()
+"""main_ppo overrides that translate.validate_overrides passed in this process (about half a second each)."""
 
 
 def check_verl_installed(source: str) -> None:
@@ -45,14 +48,12 @@ def preflight(configs: list[TrialConfig], source: str) -> None:
     from trainers.verl_backend.launch import build_launch, prepare_inputs
 
     check_verl_installed(source)
-    seen: set[tuple[str, ...]] = set()
     for cfg in configs:
         _check_inputs(cfg, source)
         launch = build_launch(cfg, prepare_inputs(cfg, build=False), checkpoint_dir=Path("/checkpoints"),
                               resume_path=None, metrics_file=Path("/metrics.jsonl"), namespace="preflight",
                               ray_address=None, experiment="preflight")
         overrides = tuple(launch.argv[3:])  # after: python -m verl.trainer.main_ppo
-        if overrides in seen:
-            continue
-        seen.add(overrides)
-        translate.validate_overrides(list(overrides), source)
+        if overrides not in VALIDATED:
+            translate.validate_overrides(list(overrides), source)  # a ConfigError leaves them out of VALIDATED
+            VALIDATED.add(overrides)
