@@ -3,11 +3,7 @@ benchmarks/ measures speed, tests do not).
 
 Each smoke is the smallest size that still takes every path its test checks; the sizes are the scripts' own
 (their --help and docstrings), and the counts expected here are derived from them. Every test starts processes
-that train, start Ray or a server, or run for more than a few seconds: all are slow (`-m "not slow"` skips them).
-
-The chaos smoke mostly waits (its trials sleep through their steps while the faults are injected one after
-another: about 50 CPU-seconds in 3 minutes), so when its test is selected it starts with the file's first test,
-in the background, beside the other smokes; its test waits for it and checks what it printed."""
+that train, start Ray or a server, or run for more than a few seconds: all are slow (`-m "not slow"` skips them)."""
 
 from __future__ import annotations
 
@@ -15,10 +11,8 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -41,45 +35,6 @@ def _run(*args: str, timeout: float) -> str:
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
-
-
-def _postgres_missing() -> bool:
-    return os.geteuid() != 0 or not (shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb")))
-
-
-CHAOS_TEST = "test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_report"
-
-
-@dataclass
-class Background:
-    proc: subprocess.Popen
-    workdir: Path
-    figures_file: Path
-    out: Path
-    err: Path
-
-
-@pytest.fixture(scope="module", autouse=True)
-def chaos_in_background(request, tmp_path_factory):
-    """`benchmarks/chaos.py --smoke` started once the file's first test starts, if its test is selected (and can
-    run here); ended by its process group at the end of the file if it is still running."""
-    if _postgres_missing() or not any(item.name == CHAOS_TEST for item in request.session.items):
-        yield None
-        return
-    tmp = tmp_path_factory.mktemp("chaos")
-    workdir = REPO / ".rt" / f"chaos-{os.getpid()}"  # short: Ray's temp dir and its Unix sockets go under it
-    run = Background(None, workdir, tmp / "chaos.json", tmp / "out.txt", tmp / "err.txt")
-    with open(run.out, "w") as out, open(run.err, "w") as err:
-        run.proc = subprocess.Popen([sys.executable, "benchmarks/chaos.py", "--smoke", "--workdir", str(workdir),
-                                     "--json", str(run.figures_file)], cwd=REPO, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        yield run
-    finally:
-        if run.proc.poll() is None:
-            os.killpg(run.proc.pid, signal.SIGKILL)
-            run.proc.wait(timeout=60)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.mark.slow
@@ -170,20 +125,21 @@ def test_sweep_scale_smoke_runs_both_drivers_and_every_step_reaches_the_store(tm
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # ~3-5 min alone; twice that beside a loaded machine's other jobs
-def test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_report(chaos_in_background):
+def test_chaos_smoke_survives_every_fault_with_every_step_once_and_the_same_report(tmp_path):
     """benchmarks/chaos.py --smoke: synthetic trials (its SMOKE size) on a 2-node `ray start` cluster and `mlflow
-    server` on PostgreSQL, through crashes, a killed worker, a lost node, two killed drivers and a server outage
-    (started in the background with the file's first test: chaos_in_background)."""
-    if _postgres_missing():
+    server` on PostgreSQL, through crashes, a killed worker, a lost node, two killed drivers and a server outage."""
+    if os.geteuid() != 0 or not (shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb"))):
         pytest.skip("PostgreSQL's initdb or root (to run it as the postgres user) missing; scripts/setup.sh installs it")
     chaos = _bench("chaos")
     trials, steps = chaos.SMOKE["trials"], chaos.SMOKE["steps"]
-    run = chaos_in_background
-    code = run.proc.wait(timeout=1100)
-    out = run.out.read_text()
-    assert code == 0, out[-3000:] + run.err.read_text()[-3000:]
-    assert not run.workdir.exists()  # removed once every check passed
-    figures_file = run.figures_file
+    workdir = REPO / ".rt" / f"chaos-{os.getpid()}"  # short: Ray's temp dir and its Unix sockets go under it
+    figures_file = tmp_path / "chaos.json"
+    try:
+        out = _run("benchmarks/chaos.py", "--smoke", "--workdir", str(workdir), "--json", str(figures_file),
+                   timeout=1100)
+        assert not workdir.exists()  # removed once every check passed
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     assert "all checks passed: yes" in out, out[-3000:]
     figures = json.loads(figures_file.read_text())
     assert all(figures["checks"].values()), figures["checks"]
