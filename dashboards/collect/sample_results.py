@@ -73,15 +73,16 @@ def where(path: Path, index: int) -> str:
 def read_table(path: Path, expected: str, **csv_options) -> pd.DataFrame:
     """A results file (.parquet/.pq, otherwise CSV) as a frame; an empty or unreadable file is a ValueError naming
     it and what it should hold (``expected``: its columns), not the reader's own message."""
+    parquet = path.suffix.lower() in (".parquet", ".pq")
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
+        if parquet:
             return pd.read_parquet(path)
         return pd.read_csv(path, **csv_options)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path}: empty file; expected a header with the columns {expected}") from None
     except (OSError, ValueError, pd.errors.ParserError) as err:  # pyarrow's errors are OSError/ValueError kinds
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{path}: not a readable {'Parquet' if path.suffix.lower() in ('.parquet', '.pq') else 'CSV'} "
+        raise ValueError(f"{path}: not a readable {'Parquet' if parquet else 'CSV'} "
                          f"file ({first}); expected the columns {expected}") from None
 
 

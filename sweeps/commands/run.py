@@ -60,27 +60,25 @@ class OutputOptions:
         """0 with --quiet, else --status-every, else SWEEP_STATUS_EVERY, else 60; a bad value is a usage error."""
         from contract.env import STATUS_EVERY
 
-        if self.quiet:
-            return 0.0
-        try:
-            value = STATUS_EVERY.get() if self.status_every is None else self.status_every
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
-        if value < 0:
-            raise typer.BadParameter(f"--status-every / {STATUS_EVERY.name}: expected seconds >= 0, got {value:g}")
-        return value
+        return 0.0 if self.quiet else _seconds(STATUS_EVERY, self.status_every, "--status-every / ")
 
     def seconds_before_the_wait_note(self) -> float:
         """SWEEP_WAIT_NOTE_AFTER, else 30; a bad value is a usage error."""
         from contract.env import WAIT_NOTE_AFTER
 
-        try:
-            value = WAIT_NOTE_AFTER.get()
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
-        if value < 0:
-            raise typer.BadParameter(f"{WAIT_NOTE_AFTER.name}: expected seconds >= 0, got {value:g}")
-        return value
+        return _seconds(WAIT_NOTE_AFTER, None)
+
+
+def _seconds(var, given: float | None, option: str = "") -> float:
+    """``given`` (an option's value), else the environment variable ``var``, else its default: seconds >= 0, or a
+    usage error naming the option and the variable."""
+    try:
+        value = var.get() if given is None else given
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if value < 0:
+        raise typer.BadParameter(f"{option}{var.name}: expected seconds >= 0, got {value:g}")
+    return value
 
 
 @grouped

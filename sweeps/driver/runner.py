@@ -33,6 +33,7 @@ from pathlib import Path
 
 from mlflow.entities import RunTag
 
+from contract.env import WAIT_NOTE_AFTER
 from contract.metrics import VAL, last_key
 from contract.run_layout import RAY_ATTEMPT_FORMAT, RunLayout, SweepLayout, checkpoint_candidates
 from sweeps.driver.interrupts import SweepInterrupted
@@ -67,7 +68,7 @@ class RunOptions:
     """Live rich table on the terminal; status lines when stdout is not one (sweeps/driver/progress.py)."""
     status_every: float = 60.0
     """Seconds between status lines when stdout is not a terminal; 0: none (the table once, at the end)."""
-    wait_note_after_s: float = 30.0
+    wait_note_after_s: float = WAIT_NOTE_AFTER.default
     """Seconds trials may wait with none running before the driver says what they need and what is free."""
     ray_temp_dir: Path | None = None
     """Local Ray temp dir (keep it short: Unix socket paths); default <run_dir>/.ray."""

@@ -38,6 +38,7 @@ from contract.run_layout import SweepLayout
 from sweeps.driver.trial import trial_from_tune_config, trial_id_of, unpack_steps
 from sweeps.tracking.sweep_runs import SweepTracker
 from sweeps.tracking.writer import TrackingWriter
+from contract.env import WAIT_NOTE_AFTER
 from contract.metrics import LOGGED_PREFIXES, is_logged
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class DriverState:
     slot: dict[str, float] = field(default_factory=dict)  # what one trial asks of Ray (its Tune slot)
     waiting_since: float | None = None  # trials pending and none running since then
     waiting_said: bool = False
-    wait_note_after_s: float = 30.0  # trials pending and none running for this long: say why
+    wait_note_after_s: float = WAIT_NOTE_AFTER.default  # trials pending and none running for this long: say why
     notes_read_at: float = 0.0
 
     def stall_reason(self, trial_id: str) -> str | None:
