@@ -83,3 +83,38 @@ def test_a_big_sweeps_status_is_plain_aligned_text_with_whole_cells():
     assert lines[-1].split() == ["dhpo-entropy-branch-a-very-long-id.s0", "DHPO-E", "NOT", "STARTED", "0/200"]
     column = lines[1].index("method")  # every row's method starts where the header's does
     assert all(line[column:].startswith(("GRPO", "DHPO-E", "------")) for line in lines[2:])
+
+
+def test_the_wait_note_comes_after_sweep_wait_note_after_and_the_run_command_passes_it_on(monkeypatch, tmp_path):
+    """The driver's 'waiting for resources' note waits RunOptions.wait_note_after_s (the run command's
+    SWEEP_WAIT_NOTE_AFTER), then is said once; the cluster's free and total resources are Ray's (stubbed here)."""
+    import contextlib
+
+    import ray
+
+    import sweeps.commands.run as run_command
+    from sweeps.driver.tune_callback import DriverState, _say_if_waiting
+
+    class Pending:
+        status = "PENDING"
+
+    monkeypatch.setattr(ray, "available_resources", lambda: {"CPU": 0.0})
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        patient = DriverState(slot={"cpu": 1.0}, wait_note_after_s=3600.0)
+        _say_if_waiting(patient, [Pending()])
+        _say_if_waiting(patient, [Pending()])
+        assert said.getvalue() == ""  # not yet: an hour to wait
+        eager = DriverState(slot={"cpu": 1.0}, wait_note_after_s=0.0)
+        _say_if_waiting(eager, [Pending()])
+        _say_if_waiting(eager, [Pending()])
+    assert said.getvalue().count("waiting for resources: 1 trial(s) pending") == 1
+    assert "each trial needs 1 CPU; the cluster has 0 CPU, 0 GPU free of 2 CPU, 0 GPU" in said.getvalue()
+
+    seen = {}
+    monkeypatch.setattr(run_command, "_run_and_report", lambda spec, options, **kw: seen.update(options=options))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(SPEC)], env={"SWEEP_WAIT_NOTE_AFTER": "7.5"})
+    assert result.exit_code == 0, result.output
+    assert seen["options"].wait_note_after_s == 7.5

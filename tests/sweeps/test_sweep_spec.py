@@ -615,3 +615,27 @@ def test_bad_eval_section_is_a_spec_error_before_anything_runs(tmp_path, section
     assert str(path) in str(err.value) and needle in str(err.value)
     if "aime24" == needle:
         assert "data/benchmarks/aime24" in str(err.value) and "ground_truth" in str(err.value)
+
+
+def test_composed_presets_are_fresh_copies_and_an_edited_preset_is_read_again(tmp_path, monkeypatch):
+    """compose_base keeps what it composed per process (by preset file and its mtime): a caller changing the dict
+    it got changes nothing for the next, and a preset file edited since is composed anew."""
+    import os
+    import shutil
+
+    from sweeps.specs import presets
+
+    configs = tmp_path / "configs"
+    shutil.copytree(presets.CONFIGS_DIR, configs, ignore=shutil.ignore_patterns("sweeps"))
+    monkeypatch.setattr(presets, "CONFIGS_DIR", configs)
+    first = presets.compose_base([{"trainer": "local_tiny"}], "t")
+    steps = first["trainer"]["steps"]
+    first["trainer"]["steps"] = -1
+    assert presets.compose_base([{"trainer": "local_tiny"}], "t")["trainer"]["steps"] == steps
+    preset = configs / "trainer" / "local_tiny.yaml"
+    preset.write_text(preset.read_text() + "\n# edited\n")
+    text = preset.read_text().replace(f"steps: {steps}\n", f"steps: {steps + 7}\n", 1)
+    assert text != preset.read_text(), "the preset has no 'steps: N' line to edit"
+    preset.write_text(text)
+    os.utime(preset, ns=(preset.stat().st_atime_ns, preset.stat().st_mtime_ns + 10**9))
+    assert presets.compose_base([{"trainer": "local_tiny"}], "t")["trainer"]["steps"] == steps + 7
