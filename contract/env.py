@@ -134,6 +134,9 @@ RAY_AUTH_MODE = EnvVar("RAY_AUTH_MODE", str, None,
                        "The auth mode; set explicitly it is kept ('disabled' is warned about on a local cluster).",
                        "Ray")
 RAY_USAGE_STATS = EnvVar("RAY_USAGE_STATS_ENABLED", bool, True, "Usage statistics: off unless set.", "Ray")
+RAY_PRESTART_WORKERS = EnvVar("RAY_prestart_worker_first_driver", bool, True,
+                              "Idle workers started with a local cluster for its first driver: off unless set (each "
+                              "trial starts its own; the idle ones cost about a CPU-second per sweep).", "Ray")
 RAY_TMPDIR = EnvVar("RAY_TMPDIR", str, None, "Where Ray keeps its address file: the sweep's Ray temp dir.", "Ray")
 RAY_DEDUP_LOGS = EnvVar("RAY_DEDUP_LOGS", bool, True, "Deduplicated worker logs: off unless set.", "Ray")
 RAY_AIR_NEW_OUTPUT = EnvVar("RAY_AIR_NEW_OUTPUT", bool, True, "Tune's new console output: off unless set.", "Ray")

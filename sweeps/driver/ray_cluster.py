@@ -29,7 +29,7 @@ from pathlib import Path
 
 from contract.env import (
                           CUDA_VISIBLE_DEVICES, HF_HOME, HF_HUB_OFFLINE, HF_HUB_PROGRESS_OFF, MPLCONFIGDIR, RAY_AIR_NEW_OUTPUT, RAY_AUTH_MODE,
-                          RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_CHDIR_TO_TRIAL_DIR, RAY_DEDUP_LOGS, RAY_TMPDIR, RAY_USAGE_STATS, TMPDIR,
+                          RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, RAY_CHDIR_TO_TRIAL_DIR, RAY_DEDUP_LOGS, RAY_PRESTART_WORKERS, RAY_TMPDIR, RAY_USAGE_STATS, TMPDIR,
                           TORCHINDUCTOR_CACHE_DIR, TRANSFORMERS_VERBOSITY, TRITON_CACHE_DIR, TUNE_AUTO_LOGGERS_OFF, TUNE_CHECKPOINT_SYNC_WARNING,
                           TUNE_SIGINT_HANDLER_OFF, TUNE_STRICT_METRICS_OFF,
                           )
@@ -227,6 +227,7 @@ def init_ray(*, address: str | None, run_dir: Path, temp_dir: Path | None, num_c
     temp = local_temp_dir(run_dir, temp_dir)
     temp.mkdir(parents=True, exist_ok=True)
     RAY_TMPDIR.set(temp)  # Ray's address file, instead of /tmp/ray
+    RAY_PRESTART_WORKERS.set_default("0")  # read by the raylet it starts
     enable_local_token_auth()
     warn_if_metrics_exporters()
     capacity = local_capacity(num_cpus)  # num_gpus: logical GPUs of a backend's CPU platform (sweeps/driver/placement.py)

@@ -35,7 +35,9 @@ def write_spec(directory: Path, name: str, *, seeds=(0, 1), steps=6, variants=No
         "max_failures": max_failures,
         "resources": resources or {"cpus": 1, "gpus": 0},
         "variants": variants or [{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
-        "report": report or {"table": {"select_by": "val/avg/acc", "at": "final"}},
+        # no static figures (png, pdf: seconds of drawing per report) unless a test asks: they are
+        # tests/dashboards' (the report writer), test_main_command's and the documented CLI run's
+        "report": report or {"table": {"select_by": "val/avg/acc", "at": "final"}, "formats": ["html", "md", "latex", "csv"]},
     }
     if report_interval_s is not None:
         spec["report_interval_s"] = report_interval_s

@@ -187,13 +187,17 @@ def test_resources_no_node_has_are_refused_naming_the_key(spec):
 
 CAPACITY_THEN_RAY = """
 import json, sys
-import ray
-from sweeps.driver.ray_cluster import local_capacity
+from pathlib import Path
+import psutil, ray
+from sweeps.driver.ray_cluster import init_ray, local_capacity
 gpus = local_capacity(None).gpus
 torch_imported = "torch" in sys.modules
-ray.init(num_cpus=1, _temp_dir=sys.argv[1], include_dashboard=False, log_to_driver=False, configure_logging=False)
+init_ray(address=None, run_dir=Path(sys.argv[1]) / "runs", temp_dir=Path(sys.argv[1]), num_cpus=1)
 try:
-    print(json.dumps([gpus, ray.cluster_resources().get("GPU", 0.0), torch_imported]))
+    raylet = next(p for p in psutil.process_iter(["name", "cmdline"])
+                  if p.info["name"] == "raylet" and sys.argv[1] in " ".join(p.info["cmdline"] or []))
+    prestart = raylet.environ().get("RAY_prestart_worker_first_driver")
+    print(json.dumps([gpus, ray.cluster_resources().get("GPU", 0.0), torch_imported, prestart]))
 finally:
     ray.shutdown()
 """
@@ -203,9 +207,10 @@ finally:
 @pytest.mark.parametrize("visible", [None, ""], ids=["all-devices", "no-visible-device"])
 def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(visible):
     """The driver sizes the local cluster before ``ray.init`` (sweeps/driver/runner.py): the GPU count must be
-    Ray's own, honouring CUDA_VISIBLE_DEVICES, and must not cost a torch import in the driver."""
+    Ray's own, honouring CUDA_VISIBLE_DEVICES, and must not cost a torch import in the driver. The local node's
+    raylet starts no idle workers for the driver (each trial starts its own: RAY_prestart_worker_first_driver)."""
     ray_dir = short_ray_dir()
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "RAY_prestart_worker_first_driver")}
     if visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible
     try:
@@ -214,9 +219,10 @@ def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(v
     finally:
         kill_ray_processes(ray_dir)
     assert done.returncode == 0, done.stderr[-3000:]
-    ours, rays, torch_imported = json.loads(done.stdout.splitlines()[-1])
+    ours, rays, torch_imported, prestart = json.loads(done.stdout.splitlines()[-1])
     assert ours == rays
     assert not torch_imported
+    assert prestart == "0"
 
 
 def test_ray_temp_dir_too_long_for_unix_sockets_is_a_clear_error(tmp_path):
