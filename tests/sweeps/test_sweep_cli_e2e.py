@@ -76,13 +76,17 @@ def history(client, run_id: str, keys=("actor/entropy", "reward/mean", "actor/gr
     return {k: sorted((m.step, m.value) for m in client.get_metric_history(run_id, k)) for k in keys}
 
 
+BUILD_STEPS = 50  # the documented run's base: about 8 s to build on one core
+
+
 def test_run_as_documented_pty_then_piped_extension_status_and_report(tmp_path):
     cwd = short_cwd()
     name = spec_in(cwd, "cli_doc", seeds=(0,), steps=4,
                    variants=[{"algorithm": "grpo"}, {"algorithm": "dhpo", "mixing": "entropy"}],
                    report={"table": {"select_by": "val/avg/acc", "at": "final", "base": "Base", "baselines": ["GRPO"]}},
-                   # built by this run; each tenth of it (a progress line) lasts longer than the table's 2 s
-                   warm_start={"steps": 200, "cache_dir": str(cwd / "bases")})
+                   # built by this run (seconds): the driver shows the newest of its progress lines (one per
+                   # tenth) every 2 s under the table
+                   warm_start={"steps": BUILD_STEPS, "cache_dir": str(cwd / "bases")})
     # nothing is written outside the working directory: an empty HOME and TMPDIR stay empty
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
@@ -93,7 +97,7 @@ def test_run_as_documented_pty_then_piped_extension_status_and_report(tmp_path):
     assert "cli_doc" in shown and "FINISHED" in shown  # the live table, on a terminal
     # while the base policy is built (before any step), its progress is under the live table
     assert "grpo.s0: building base policy" in shown or "dhpo-entropy.s0: building base policy" in shown, shown[:3000]
-    assert "/200: nll=" in shown, shown[:3000]
+    assert f"/{BUILD_STEPS}: nll=" in shown, shown[:3000]
     # the end-of-run table drawn for the terminal (no Markdown marks), its legend, and the report
     end = shown[shown.rindex("Method"):]
     assert "┃" in end and "<u>" not in end and "| Method |" not in end and "strongest baseline" in end, end
