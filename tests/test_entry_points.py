@@ -43,8 +43,6 @@ SMOKE_SAYS = {
                                           r"loaded back in bfloat16, every id decodes$",
     "trainers.verl_backend.shipped_base": r"^smoke ok: tiny-qwen3-[0-9a-f]{12}: its bytes, its spec and the recipe's "
                                           r"first 50 warm-start steps match RECIPE.json$",
-    "tracking_store.sqlite_schema": r"^smoke ok: mlflow_sqlite_schema.sql \(mlflow [\w.]+, schema revision [0-9a-f]+\) is the "
-                                    r"schema MLflow's migrations create$",
     "trainers.verl_backend.launch": r"^smoke ok: the dry run of the defaults with backend=verl verl.device=cpu: "
                                     r"python -m verl.trainer.main_ppo with \d+ overrides",
 }

@@ -49,17 +49,11 @@ def store_lock(tracking_uri: str):
 
 def open_client(tracking_uri: str):
     """An ``MlflowClient`` on ``tracking_uri`` with its store opened under ``store_lock``, so a reader never
-    migrates the schema while a driver is creating the same file. Creates a missing sqlite store (from the
-    shipped schema, tracking_store/sqlite_schema.py, when it matches the installed MLflow): drivers only."""
+    migrates the schema while a driver is creating the same file. Creates a missing sqlite store: drivers only."""
     from mlflow.tracking import MlflowClient
 
-    from tracking_store.sqlite_schema import write_new_store
-
     quiet_mlflow_environment()
-    path = sqlite_path(tracking_uri)
     with store_lock(tracking_uri):
-        if path is not None and not path.exists():
-            write_new_store(path)  # the migrated schema at once; MLflow migrates itself where that cannot be
         client = MlflowClient(tracking_uri)  # opens (and, if new, creates) a sqlite store
         client.search_experiments(max_results=1)
     return client
