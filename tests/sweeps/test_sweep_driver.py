@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 from rich.console import Console
 
 from sweeps.driver.tune_callback import DriverState, MlflowLogger
+from contract.env import RAY_PRESTART_WORKERS
 from contract.errors import RESUME_HINT
 from sweeps.driver.interrupts import InterruptGuard, SweepInterrupted
 from sweeps.driver.progress import LiveProgress
@@ -196,7 +197,7 @@ init_ray(address=None, run_dir=Path(sys.argv[1]) / "runs", temp_dir=Path(sys.arg
 try:
     raylet = next(p for p in psutil.process_iter(["name", "cmdline"])
                   if p.info["name"] == "raylet" and sys.argv[1] in " ".join(p.info["cmdline"] or []))
-    prestart = raylet.environ().get("RAY_prestart_worker_first_driver")
+    prestart = raylet.environ().get(sys.argv[2])
     print(json.dumps([gpus, ray.cluster_resources().get("GPU", 0.0), torch_imported, prestart]))
 finally:
     ray.shutdown()
@@ -208,13 +209,13 @@ finally:
 def test_local_capacity_counts_the_gpus_ray_init_finds_without_importing_torch(visible):
     """The driver sizes the local cluster before ``ray.init`` (sweeps/driver/runner.py): the GPU count must be
     Ray's own, honouring CUDA_VISIBLE_DEVICES, and must not cost a torch import in the driver. The local node's
-    raylet starts no idle workers for the driver (each trial starts its own: RAY_prestart_worker_first_driver)."""
+    raylet starts no idle workers for the driver (each trial starts its own: RAY_PRESTART_WORKERS)."""
     ray_dir = short_ray_dir()
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "RAY_prestart_worker_first_driver")}
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", RAY_PRESTART_WORKERS.name)}
     if visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible
     try:
-        done = subprocess.run([sys.executable, "-c", CAPACITY_THEN_RAY, str(ray_dir)], cwd=REPO, env=env,
+        done = subprocess.run([sys.executable, "-c", CAPACITY_THEN_RAY, str(ray_dir), RAY_PRESTART_WORKERS.name], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120)
     finally:
         kill_ray_processes(ray_dir)
