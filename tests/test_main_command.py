@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.env import STORE_TEMPLATE_DIR
 from trainers.config import load_trial_config
 from trainers.local.shipped_bases import recipe
 from trainers.local.warmstart import base_key
@@ -57,7 +58,7 @@ def _seconds(text: str) -> int:
 def test_main_command_smoke_from_a_fresh_clone():
     clone = _clone_dir()
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAY_", "PYTEST_", "VIRTUAL_ENV")) and k != "MLFLOW_TRACKING_URI"}
+           if not k.startswith(("RAY_", "PYTEST_", "VIRTUAL_ENV")) and k not in ("MLFLOW_TRACKING_URI", STORE_TEMPLATE_DIR.name)}
     if (REPO / ".cache" / "uv").is_dir():  # this repository's own set-up filled it
         env["UV_CACHE_DIR"] = str(REPO / ".cache" / "uv")
     env["SWEEP_STATUS_EVERY"] = str(STATUS_EVERY_S)  # a batch log's status lines, every 60 s by default

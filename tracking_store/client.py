@@ -12,11 +12,13 @@ Transient store errors (a server restarting, unreachable, a busy database) are t
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 from filelock import FileLock
 
-from contract.env import MLFLOW_HTTP_BACKOFF, MLFLOW_HTTP_RETRIES, MLFLOW_HTTP_TIMEOUT, MLFLOW_QUIET_URLS
+from contract.env import MLFLOW_HTTP_BACKOFF, MLFLOW_HTTP_RETRIES, MLFLOW_HTTP_TIMEOUT, MLFLOW_QUIET_URLS, STORE_TEMPLATE_DIR
 from contract.run_layout import RunLayout
+from tracking_store.store_template import copy_template, save_template
 from tracking_store.uri import sqlite_path, where
 
 
@@ -49,13 +51,20 @@ def store_lock(tracking_uri: str):
 
 def open_client(tracking_uri: str):
     """An ``MlflowClient`` on ``tracking_uri`` with its store opened under ``store_lock``, so a reader never
-    migrates the schema while a driver is creating the same file. Creates a missing sqlite store: drivers only."""
+    migrates the schema while a driver is creating the same file. Creates a missing sqlite store: drivers only
+    (a copy of SWEEP_STORE_TEMPLATE_DIR's empty store where that is set: tracking_store/store_template.py)."""
     from mlflow.tracking import MlflowClient
 
     quiet_mlflow_environment()
+    path = sqlite_path(tracking_uri)
+    templates = STORE_TEMPLATE_DIR.get() if path is not None else None
     with store_lock(tracking_uri):
+        new = path is not None and not path.exists()
+        copied = new and templates is not None and copy_template(path, Path(templates))
         client = MlflowClient(tracking_uri)  # opens (and, if new, creates) a sqlite store
         client.search_experiments(max_results=1)
+        if new and templates is not None and not copied:
+            save_template(path, Path(templates))
     return client
 
 

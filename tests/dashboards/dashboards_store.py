@@ -46,11 +46,11 @@ class KnownStore:
 
 
 def fill_known_store(root) -> KnownStore:
-    from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
 
     uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri)
+    from tracking_store.client import open_client
+    client = open_client(uri)
     exp = client.create_experiment("known", artifact_location=str(root / "artifacts"))
     parent = client.create_run(exp, run_name="known", tags={"role": "parent", "sweep": "known"})
     pid = parent.info.run_id

@@ -95,11 +95,11 @@ def test_load_results_missing_columns_names_file_and_columns(tmp_path):
 def test_nan_values_duplicate_steps_and_untagged_runs(tmp_path):
     """NaN stays NaN; a step logged twice keeps the value logged last; runs written without
     role/config/method tags are still found (nested runs) with fallbacks from the run name."""
-    from mlflow import MlflowClient
     from mlflow.entities import Metric
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    c = MlflowClient(uri)
+    from tracking_store.client import open_client
+    c = open_client(uri)
     exp = c.create_experiment("raw", artifact_location=str(tmp_path / "art"))
     parent = c.create_run(exp, run_name="raw").info.run_id
     rid = c.create_run(exp, run_name="grpo-x.s3", tags={"mlflow.parentRunId": parent, "algorithm": "grpo"}).info.run_id

@@ -133,7 +133,6 @@ def test_table_config_validation_names_field(kwargs, field):
 def _declared_store(tmp_path, declared: str | None):
     """A small store whose trials logged val/<b>/acc for hard, easy, zeta; `declared` is their
     data.benchmarks param (as the sweep runner logs the flattened config), or none."""
-    from mlflow import MlflowClient
 
     from dashboards.collect.sweep_runs import collect
     from dashboards.collect.synthetic_store import METHODS, fill_store
@@ -144,7 +143,8 @@ def _declared_store(tmp_path, declared: str | None):
                benchmarks=("hard", "easy", "zeta"))
     data = collect("order", tracking_uri=uri)
     if declared is not None:
-        client = MlflowClient(uri)
+        from tracking_store.client import open_client
+        client = open_client(uri)
         for run_id in data.trials["run_id"]:
             client.log_param(run_id, "data.benchmarks", declared)
         data = collect("order", tracking_uri=uri)

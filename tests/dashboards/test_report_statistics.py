@@ -18,12 +18,12 @@ METHODS = {"GRPO": 0.0, "GSPO": 0.1, "DHPO-E": 1.5}  # logit shift: DHPO-E truly
 def store(tmp_path_factory):
     """A sweep of 3 methods x 3 seeds, validation at steps 0 and 4, with verdict artifacts that reproduce the
     logged accuracies (64 problems x 4 samples per benchmark, shared difficulty)."""
-    from mlflow import MlflowClient
     from mlflow.entities import Metric
 
     root = tmp_path_factory.mktemp("verdict_store")
     uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri)
+    from tracking_store.client import open_client
+    client = open_client(uri)
     exp = client.create_experiment("stats", artifact_location=str(root / "artifacts"))
     parent = client.create_run(exp, run_name="stats", tags={"role": "parent", "sweep": "stats"})
     rng = np.random.default_rng(0)

@@ -119,7 +119,8 @@ def test_a_flush_interrupted_between_batches_leaves_whole_steps_and_resume_logs_
     for step in range(1, 61):
         again.log_result(trial.trial_id, step, values[step], timestamp=2000.0 + step)
     again.flush()
-    client = MlflowClient(uri)
+    from tracking_store.client import open_client
+    client = open_client(uri)
     run_id = again.children[trial.trial_id]["run_id"]
     for key in ("actor/k0", "actor/k36", "trial/step"):
         steps = [m.step for m in client.get_metric_history(run_id, key)]

@@ -413,7 +413,8 @@ def test_the_curves_views_filter_leaves_failed_trials_out_of_a_real_store(tmp_pa
     from sweeps.ui.views import curves_view_state
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "configs" / "sweeps" / "dhpo_vs_baselines.yaml")
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    from tracking_store.client import open_client
+    client = open_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp = client.create_experiment("x", artifact_location=str(tmp_path / "artifacts"))
     for status in ("FINISHED", "FAILED", "RUNNING", "KILLED"):
         run = client.create_run(exp, tags={"role": "trial"}, run_name=status)

@@ -13,10 +13,10 @@ NOTE = "mlflow.note.content"
 
 
 def _store(root: Path):
-    from mlflow import MlflowClient
 
     uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri)
+    from tracking_store.client import open_client
+    client = open_client(uri)
     exp = client.create_experiment("files", artifact_location=str(root / "artifacts"))
     runs = [client.create_run(exp, run_name=name, tags={"spec_file": "configs/sweeps/x.yaml"}).info.run_id
             for name in ("through-mlflow", "in-place")]

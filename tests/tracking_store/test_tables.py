@@ -14,12 +14,12 @@ from tracking_store.tables import RunRecord, experiment_id, experiment_names, lo
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory):
     """Two experiments (one deleted), a parent, two trials (one with a NaN metric), a deleted trial."""
-    from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
 
     root = tmp_path_factory.mktemp("store_tables")
     uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri)
+    from tracking_store.client import open_client
+    client = open_client(uri)
     exp = client.create_experiment("tables", artifact_location=str(root / "artifacts"))
     gone = client.create_experiment("gone")
     client.delete_experiment(gone)
