@@ -64,7 +64,8 @@ def test_a_grid_picks_on_the_selection_split_and_reports_every_configuration(tmp
     data = collect("grid_small", tracking_uri=client_for(tmp_path / "runs").tracking_uri)
     keys = set(data.history["key"])
     assert {SELECT_AVG, "select/easy/acc", VAL_AVG} <= keys
-    paths = write_report(data, tmp_path / "report", ReportConfig.from_dict({"table": {"at": "final"}}))
+    paths = write_report(data, tmp_path / "report", ReportConfig.from_dict({"table": {"at": "final"},
+                                                                           "formats": ["html", "md", "png"]}))
     table = paths["md"].read_text()
     assert "on the selection split (select/avg/acc" in table and "GRPO -> grpo-clip0." in table
 
