@@ -21,7 +21,7 @@ and the seeds add each method's run variance:
     SE^2 = sum_h W_h^2 var_h(d) / n_h  +  run_var_a / S_a  +  run_var_b / S_b
 
 ``run_var`` is a method's own seed spread moderated toward its block's (dashboards/stats/seed_spread.py),
-the noise's share taken away. The p-value and interval are ``diff +- t(df) SE`` with df from
+the noise's share taken away (where that leaves nothing, the spread its runs cannot rule out: an upper bound). The p-value and interval are ``diff +- t(df) SE`` with df from
 Welch-Satterthwaite over the benchmarks' problem levels (each shrunk by the kurtosis of its
 differences: a hard benchmark is mostly 0 with a few +-1) and the two methods' seed levels. No
 resampling: the numbers do not depend on a seed. The two-level bootstrap the test replaced is its

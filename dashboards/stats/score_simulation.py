@@ -10,6 +10,7 @@
     r.rejection["tested"]["AVG"]       # share of the tested method's AVG cells with p < alpha
     r.family_wise                      # share of tables with a cell marked after Holm
     r.coverage["cell"]                 # (covered, missed below, missed above) of the cells' 95% intervals
+    r.by_spread["both 0"]              # (share of the tested cells, their rejection rate): both spreads cut at 0
 
 Each null table is tested as a report tests it: per column, every method judged with the seed spread
 of `mode` (dashboards/stats/seed_spread.py: its own, the default; moderated; pooled), every method against
@@ -32,7 +33,7 @@ from dashboards.stats.aggregates import improvement, mean_interval
 from dashboards.stats.paired_scores import Scores
 from dashboards.stats.paired_stats import compare, holm, interval
 from dashboards.stats.study_model import SCENARIOS, Shape, Study, _sigmoid, simulate
-from dashboards.stats.seed_spread import SPREAD_MODES, block_spreads
+from dashboards.stats.seed_spread import SPREAD_MODES, SeedSpread, block_spreads
 
 TRUTH_RUNS = 400
 
@@ -47,6 +48,20 @@ class Rates:
     """{"cell" | "difference" | "aggregate mean" | "P(X>Y)": (covered, missed below, missed above)}."""
     power: dict = field(default_factory=dict)
     """{mode: share of AVG cells found (SPREAD_MODES), "points": the true AVG difference x100}."""
+    by_spread: dict = field(default_factory=dict)
+    """The tested method's cells by how the two seed spreads were estimated ("positive": the tested
+    method's above 0; "tested 0": its own cut at 0; "both 0": the baseline's too):
+    {case: (share of the cells, share of them with p < alpha)}."""
+
+
+SPREAD_CASES = ("positive", "tested 0", "both 0")
+
+
+def spread_case(tested: SeedSpread, baseline: SeedSpread) -> str:
+    """Which of SPREAD_CASES a comparison of ``tested`` against ``baseline`` is."""
+    if not tested.cut_at_zero:
+        return "positive"
+    return "both 0" if baseline.cut_at_zero else "tested 0"
 
 
 def _column_scores(study: Study, column: int | None) -> list[Scores]:
@@ -98,6 +113,7 @@ def null_rates(shape: Shape, tables: int, alpha: float = 0.05, seed: int = 0, po
     columns = list(range(len(shape.accuracy))) + [None]
     names = [f"bench{c}" if c is not None else "AVG" for c in columns]
     rejected = {"tested": dict.fromkeys(names, 0), "others": dict.fromkeys(names, 0)}
+    by_spread = {case: [0, 0] for case in SPREAD_CASES}  # cells, rejected
     families, tally = 0, _Tally()
     for t in range(tables):
         study = simulate(shape, rng)
@@ -115,6 +131,10 @@ def null_rates(shape: Shape, tables: int, alpha: float = 0.05, seed: int = 0, po
                 c = compare(every[m], every[0], spread_a=spreads[m], spread_b=spreads[0], alpha=alpha)
                 pvalues.append(c.p)
                 rejected["tested" if m == 1 else "others"][name] += c.p < alpha
+                if m == 1:
+                    case = by_spread[spread_case(spreads[1], spreads[0])]
+                    case[0] += 1
+                    case[1] += c.p < alpha
                 tally.add("difference", truth[m] - truth[0], c.ci_low, c.ci_high)
         families += any(p < alpha for p in holm(pvalues))
         runs = [np.stack([r.mean(axis=1) for r in method], axis=1) for method in study.scores]  # (seeds, benchmarks)
@@ -130,6 +150,8 @@ def null_rates(shape: Shape, tables: int, alpha: float = 0.05, seed: int = 0, po
     out.rejection = {"tested": {k: v / tables for k, v in rejected["tested"].items()},
                      "others": {k: v / (tables * others) for k, v in rejected["others"].items()}}
     out.family_wise = families / tables
+    cells = sum(n for n, _ in by_spread.values())
+    out.by_spread = {case: (n / cells, r / n if n else float("nan")) for case, (n, r) in by_spread.items()}
     out.coverage = tally.shares()
     if power_shift is not None:
         out.power = power(shape, power_shift, tables, alpha, seed + 1)
@@ -178,15 +200,17 @@ def format_report(results: dict, alpha: float) -> str:
     """A markdown table of every scenario's rates (the one in docs/statistics.md)."""
     lines = [f"| scenario | tested method, null rejection at p < {alpha:g} (per column) | other methods | "
              "family-wise after Holm | cell intervals: covered (below, above) | differences | aggregate mean | "
-             f"P(X > Y) | power at ~5 AVG points ({' / '.join(SPREAD_MODES)}) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"P(X > Y) | power at ~5 AVG points ({' / '.join(SPREAD_MODES)}) | tested method by its seed spread: "
+             f"{' / '.join(SPREAD_CASES)}, rejection (share of cells) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, (shape, r) in results.items():
         cov = {k: f"{c:.3f} ({lo:.3f}, {hi:.3f})" for k, (c, lo, hi) in r.coverage.items()}
         power_text = (" / ".join(f"{r.power[m]:.3f}" for m in SPREAD_MODES) + f" ({r.power['points']:.1f} points)"
                       if r.power else "")
         lines.append(f"| {name} ({r.tables}) | {_range(r.rejection['tested'].values())} | "
                      f"{_range(r.rejection['others'].values())} | {r.family_wise:.3f} | {cov['cell']} | "
-                     f"{cov['difference']} | {cov['aggregate mean']} | {cov['P(X>Y)']} | {power_text} |")
+                     f"{cov['difference']} | {cov['aggregate mean']} | {cov['P(X>Y)']} | {power_text} | "
+                     + " / ".join(f"{rate:.3f} ({share:.2f})" for share, rate in r.by_spread.values()) + " |")
     return "\n".join(lines)
 
 

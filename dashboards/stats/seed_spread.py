@@ -32,6 +32,10 @@ from dashboards.stats.paired_scores import Scores
 
 MIN_PRIOR_METHODS = 3
 """Fewer methods with a positive spread give no prior: each method keeps its own spread."""
+ZERO_SPREAD_QUANTILE = 0.25
+"""Where a method's seed spread is estimated at 0, its level variance's one-sided 75% upper bound is used
+(the chi-square quantile q of its degrees of freedom): calibrated in docs/statistics.md (cells whose spread
+is estimated at 0 keep their false-positive rate at or below 0.10, the others are unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,25 @@ class SeedSpread:
     """Degrees of freedom of noise: (seeds - 1)(problems - 1)."""
 
     @property
+    def cut_at_zero(self) -> bool:
+        """Whether the runs varied no more than the sampling noise alone would make them (the estimate of
+        the seed's own variance is 0 or below): with three seeds, in about a third of a table's cells."""
+        return self.df > 0 and self.level_var - self.noise * self.weight_sq <= 0
+
+    @property
     def run_var(self) -> float:
-        """The seed's own variance: level_var without the noise's share (never below 0)."""
-        return max(self.level_var - self.noise * self.weight_sq, 0.0)
+        """The seed's own variance: level_var without the noise's share. Where that estimate is cut at 0
+        (``cut_at_zero``), the spread the runs cannot rule out instead: level_var's upper bound at
+        ``ZERO_SPREAD_QUANTILE`` (``level_var * df / chi2.ppf(q, df)``) less the noise's share, never below 0.
+        Three runs that happen to agree do not show that seeds never matter, and a test resting on a spread
+        of 0 marks about three times as many null cells as its level."""
+        estimate = self.level_var - self.noise * self.weight_sq
+        if not self.cut_at_zero:
+            return max(estimate, 0.0)
+        from scipy import stats
+
+        bound = self.level_var * self.df / float(stats.chi2.ppf(ZERO_SPREAD_QUANTILE, self.df))
+        return max(bound - self.noise * self.weight_sq, 0.0)
 
     def parts(self, seeds: int) -> list[tuple[float, float]]:
         """The mean squares behind run_var / seeds, as [(signed variance, df)]: the prior's part, the method's

@@ -33,6 +33,22 @@ def test_cell_intervals_at_the_floor_miss_about_equally_on_both_sides():
     assert r.coverage["difference"][0] >= 0.92
 
 
+@pytest.mark.slow
+def test_cells_whose_seed_spread_is_estimated_at_zero_keep_their_level():
+    """Three seeds that happen to agree: where the tested method's spread (and the baseline's) is estimated at
+    0, the test used to mark 0.04-0.12 (0.15-0.50 where both were) of its null cells; with the spread the runs
+    cannot rule out it keeps within 0.10, and the other cells stay at their level."""
+    r = null_rates(SCENARIOS["equal"], tables=150, seed=14)
+    assert set(r.by_spread) == {"positive", "tested 0", "both 0"}
+    assert sum(share for share, _ in r.by_spread.values()) == pytest.approx(1.0)
+    zero = [r.by_spread[case] for case in ("tested 0", "both 0")]
+    share = sum(s for s, _ in zero)
+    assert share >= 0.15 and r.by_spread["both 0"][0] >= 0.05, r.by_spread  # common with three seeds (600 cells)
+    assert sum(s * rate for s, rate in zero) / share <= 0.10, r.by_spread
+    assert r.by_spread["both 0"][1] <= 0.10, r.by_spread  # (0.195 on these tables with the spreads taken as 0)
+    assert r.by_spread["positive"][1] <= 0.07, r.by_spread
+
+
 def test_power_at_equal_spreads_is_reported_for_every_mode_and_pooling_has_the_most():
     found = power(SCENARIOS["equal"], shift=0.6, tables=60, seed=13)
     assert set(found) == {"own", "moderated", "pooled", "points"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from bootstrap_reference import bootstrap_se
@@ -148,3 +150,34 @@ def test_simulated_difficulty_is_shared_across_methods_and_the_null_keeps_popula
     assert np.corrcoef(a, b)[0, 1] > 0.9  # the same problems are hard for both
     unstable = simulate(Shape(unstable_sd=0.6, shared_seed=1.0), np.random.default_rng(7))
     assert unstable.population[1] == pytest.approx(unstable.population[0], abs=1e-6)
+
+
+def test_a_spread_estimated_at_zero_is_replaced_by_the_upper_bound_the_runs_cannot_rule_out():
+    """Three runs closer together than the sampling noise alone makes them: the seed's own variance is not
+    taken as 0 but as level_var's 75% upper bound (chi-square, df = seeds - 1) less the noise's share."""
+    from scipy import stats
+
+    from dashboards.stats.seed_spread import ZERO_SPREAD_QUANTILE, SeedSpread
+
+    tight = SeedSpread(level_var=0.002, noise=0.2, df=2, weight_sq=1 / 64)  # noise share 0.003125 > 0.002
+    assert tight.cut_at_zero
+    bound = 0.002 * 2 / stats.chi2.ppf(ZERO_SPREAD_QUANTILE, 2)  # 0.002 * 2 / 0.575 = 0.00695
+    assert tight.run_var == pytest.approx(bound - 0.2 / 64, rel=1e-12) and tight.run_var > 0.003
+    loose = SeedSpread(level_var=0.01, noise=0.2, df=2, weight_sq=1 / 64)  # estimated above 0: unchanged
+    assert not loose.cut_at_zero and loose.run_var == pytest.approx(0.01 - 0.2 / 64, rel=1e-12)
+    flat = SeedSpread(level_var=0.0, noise=0.2, df=2, weight_sq=1 / 64)  # identical runs: the bound is 0 too
+    assert flat.cut_at_zero and flat.run_var == 0.0
+    one_seed = SeedSpread(level_var=0.0, noise=0.0, df=0, weight_sq=1 / 64)
+    assert not one_seed.cut_at_zero and one_seed.run_var == 0.0
+    # the test's standard error carries it: wider than with the spread taken at 0
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a, b = _study(rng)
+        sa = seed_spread(a)
+        if sa.cut_at_zero:
+            break
+    assert sa.cut_at_zero
+    with_bound = compare(a, b)
+    at_zero = compare(a, b, spread_a=replace(sa, df=0))  # the same mean squares, the seed's variance taken as 0
+    assert with_bound.se ** 2 - at_zero.se ** 2 == pytest.approx(sa.run_var / 3, rel=1e-9)
+    assert with_bound.p > at_zero.p
