@@ -15,12 +15,14 @@ both rows have per-problem scores that reproduce their table values.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from dashboards.stats.paired_scores import Scores
 from dashboards.stats.paired_stats import compare, detectable_difference, holm, interval, seeds_needed
-from dashboards.stats.seed_spread import block_spreads, out_of_line, seed_spread
+from dashboards.stats.seed_spread import SeedSpread, block_spreads, out_of_line, seed_spread
 from dashboards.model.table import AVG, DELTA, Cell, Row, TableConfig
 
 MIN_SEEDS = 2  # a paired test and a seed-level interval need the seeds' spread
@@ -82,18 +84,25 @@ def _spreads(block: list[Row], columns: list[str], cfg: TableConfig) -> dict:
             if rows else {}
         for r in block:
             if r.is_base and r.cells[col].scores is not None:
-                spreads[id(r)] = seed_spread(r.cells[col].scores)
+                spreads[id(r)] = _base_spread(r.cells[col].scores)
         out[col] = spreads
     return out
 
 
+def _base_spread(scores) -> SeedSpread:
+    """The base row's spread: one model evaluated under each seed, so its seed variance is known to be 0."""
+    return replace(seed_spread(scores), one_model=True)
+
+
 def _set_seed_sds(block: list[Row], columns: list[str]) -> None:
-    """Each cell's seed sd: its own runs' spread with the sampling noise taken away (table.csv)."""
+    """Each cell's seed sd: its own runs' spread with the sampling noise taken away, as its test uses it (an upper
+    bound where the estimate is 0, dashboards/stats/seed_spread.py; the base row's 0 stands) (table.csv)."""
     for row in block:
         for col in _tested_columns(columns):
             scores = row.cells[col].scores
             if scores is not None and scores.x.shape[0] >= MIN_SEEDS:
-                row.cells[col].seed_sd = float(np.sqrt(seed_spread(scores).run_var))
+                spread = _base_spread(scores) if row.is_base else seed_spread(scores)
+                row.cells[col].seed_sd = float(np.sqrt(spread.run_var))
 
 
 def spread_notes(block: list[Row], columns: list[str], cfg: TableConfig) -> list[str]:

@@ -56,6 +56,9 @@ class SeedSpread:
     """Degrees of freedom of the prior (shared by every method of the block)."""
     noise_df: float = float("inf")
     """Degrees of freedom of noise: (seeds - 1)(problems - 1)."""
+    one_model: bool = False
+    """The runs are one model's evaluations under different seeds (the base policy's): the seed's own variance
+    is known to be 0, so an estimate of 0 stands (``run_var`` puts no upper bound in its place)."""
 
     @property
     def cut_at_zero(self) -> bool:
@@ -71,7 +74,7 @@ class SeedSpread:
         Three runs that happen to agree do not show that seeds never matter, and a test resting on a spread
         of 0 marks about three times as many null cells as its level."""
         estimate = self.level_var - self.noise * self.weight_sq
-        if not self.cut_at_zero:
+        if not self.cut_at_zero or self.one_model:
             return max(estimate, 0.0)
         from scipy import stats
 

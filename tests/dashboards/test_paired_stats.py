@@ -165,6 +165,7 @@ def test_a_spread_estimated_at_zero_is_replaced_by_the_upper_bound_the_runs_cann
     assert tight.run_var == pytest.approx(bound - 0.2 / 64, rel=1e-12) and tight.run_var > 0.003
     loose = SeedSpread(level_var=0.01, noise=0.2, df=2, weight_sq=1 / 64)  # estimated above 0: unchanged
     assert not loose.cut_at_zero and loose.run_var == pytest.approx(0.01 - 0.2 / 64, rel=1e-12)
+    assert replace(tight, one_model=True).run_var == 0.0  # the base policy's seeds: one model, its 0 stands
     flat = SeedSpread(level_var=0.0, noise=0.2, df=2, weight_sq=1 / 64)  # identical runs: the bound is 0 too
     assert flat.cut_at_zero and flat.run_var == 0.0
     one_seed = SeedSpread(level_var=0.0, noise=0.0, df=0, weight_sq=1 / 64)
