@@ -154,15 +154,15 @@ def test_simulated_difficulty_is_shared_across_methods_and_the_null_keeps_popula
 
 def test_a_spread_estimated_at_zero_is_replaced_by_the_upper_bound_the_runs_cannot_rule_out():
     """Three runs closer together than the sampling noise alone makes them: the seed's own variance is not
-    taken as 0 but as level_var's 75% upper bound (chi-square, df = seeds - 1) less the noise's share."""
+    taken as 0 but as level_var's 90% upper bound (chi-square, df = seeds - 1) less the noise's share."""
     from scipy import stats
 
     from dashboards.stats.seed_spread import ZERO_SPREAD_QUANTILE, SeedSpread
 
     tight = SeedSpread(level_var=0.002, noise=0.2, df=2, weight_sq=1 / 64)  # noise share 0.003125 > 0.002
     assert tight.cut_at_zero
-    bound = 0.002 * 2 / stats.chi2.ppf(ZERO_SPREAD_QUANTILE, 2)  # 0.002 * 2 / 0.575 = 0.00695
-    assert tight.run_var == pytest.approx(bound - 0.2 / 64, rel=1e-12) and tight.run_var > 0.003
+    bound = 0.002 * 2 / stats.chi2.ppf(ZERO_SPREAD_QUANTILE, 2)  # 0.002 * 2 / 0.2107 = 0.01898
+    assert tight.run_var == pytest.approx(bound - 0.2 / 64, rel=1e-12) and tight.run_var > 0.015
     loose = SeedSpread(level_var=0.01, noise=0.2, df=2, weight_sq=1 / 64)  # estimated above 0: unchanged
     assert not loose.cut_at_zero and loose.run_var == pytest.approx(0.01 - 0.2 / 64, rel=1e-12)
     assert replace(tight, one_model=True).run_var == 0.0  # the base policy's seeds: one model, its 0 stands
