@@ -6,6 +6,7 @@
     sweep ui dhpo_vs_baselines --open                    # MLflow UI on the sweep's curves    (commands/ui.py)
     sweep report dhpo_vs_baselines --std                 # paper table + curves, again        (commands/report.py)
     sweep table results.csv --format latex               # a table from numbers made elsewhere (commands/table.py)
+    sweep plan dhpo_vs_baselines --detect AVG=3          # seeds a study needs, priced from a pilot (commands/plan.py)
     sweep fit curves.csv --baselines GRPO                # compute curves fitted to curves from anywhere (commands/fit.py)
     sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (commands/eval.py)
     sweep ls-objectives                                  # the objective registry             (commands/ls_objectives.py)
@@ -23,6 +24,7 @@ from sweeps.commands.eval import eval_cmd
 from sweeps.commands.fit import fit_cmd
 from sweeps.commands.ls_objectives import ls_objectives
 from sweeps.commands.options import FlagCommand, FlagGroup, fail
+from sweeps.commands.plan import plan
 from sweeps.commands.report import report
 from sweeps.commands.run import resume, run
 from sweeps.commands.status import status
@@ -32,7 +34,7 @@ from sweeps.commands.ui import ui
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
                   no_args_is_help=True, cls=FlagGroup)  # --install-completion / --show-completion for bash, zsh, fish
 for name, command in {"run": run, "resume": resume, "status": status, "ui": ui, "ls-objectives": ls_objectives,
-                      "report": report, "table": table, "fit": fit_cmd, "eval": eval_cmd}.items():
+                      "report": report, "table": table, "plan": plan, "fit": fit_cmd, "eval": eval_cmd}.items():
     app.command(name, cls=FlagCommand)(command)  # flags shown as flags in --help (options.FlagCommand)
 
 

@@ -74,7 +74,7 @@ def _tested_columns(columns: list[str]) -> list[str]:
     return [c for c in columns if c != DELTA]
 
 
-def _spreads(block: list[Row], columns: list[str], cfg: TableConfig) -> dict:
+def block_seed_spreads(block: list[Row], columns: list[str], cfg: TableConfig) -> dict:
     """{column: {id(row): SeedSpread}} for the block's method rows with scores (cfg.seed_spread); the
     base row, judged alone, gets its own."""
     out = {}
@@ -135,7 +135,7 @@ def spread_notes(block: list[Row], columns: list[str], cfg: TableConfig) -> list
 def paired_block(block: list[Row], columns: list[str], cfg: TableConfig, strongest: Row) -> list[str]:
     """Test every method cell against the strongest baseline's (paired, Holm over the block); the
     footnotes: the test's verdict and the power analysis. [] when no cell could be tested."""
-    spreads = _spreads(block, columns, cfg)
+    spreads = block_seed_spreads(block, columns, cfg)
     _set_seed_sds(block, columns)
     tested: list[tuple[str, Cell, object]] = []
     untested = few_seeds = 0
@@ -223,7 +223,7 @@ def add_intervals(block: list[Row], columns: list[str], cfg: TableConfig) -> Non
     (none with one seed), kept inside [0, 1] when the table shows fractions as percentages."""
     from scipy import stats
 
-    spreads = _spreads(block, columns, cfg)
+    spreads = block_seed_spreads(block, columns, cfg)
     for row in block:
         for col in _tested_columns(columns):
             cell = row.cells[col]

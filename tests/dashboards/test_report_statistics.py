@@ -89,3 +89,25 @@ def test_welch_on_the_same_store_is_the_earlier_output(app, store, tmp_path):
     table = (out / "table.md").read_text()
     assert "Welch's two-sided t-test over seeds" in table and "Holm" not in table and "±" not in table
     assert "p_holm" not in (out / "table.csv").read_text()
+
+
+@pytest.mark.slow
+def test_plan_from_a_pilot_sweep_in_the_store(app, store, tmp_path):
+    """`sweep plan NAME` reads the sweep as `sweep report` does (its verdicts, the strongest baseline) and prices
+    in trials when no compute was logged; a sweep that names no baselines is refused with the option to give."""
+    r = CliRunner().invoke(app, ["plan", "stats", "--tracking-uri", store, "--baselines", "GRPO,GSPO", "--detect",
+                                 "AVG=20", "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(r.stdout))
+    strongest = set(frame["baseline"])
+    assert len(strongest) == 1 and strongest <= {"GRPO", "GSPO"}
+    assert set(frame["method"]) == {"DHPO-E", *({"GRPO", "GSPO"} - strongest)}
+    assert (frame["cost_trials"] == 2 * frame["seeds_per_method"]).all()  # no perf/ metrics: a trial costs 1
+    dhpo = frame[frame["method"] == "DHPO-E"].iloc[0]
+    assert dhpo["detectable_now"] < 20 and dhpo["seeds_per_method"] <= 3  # the known large lift: the pilot suffices
+    refused = CliRunner().invoke(app, ["plan", "stats", "--tracking-uri", store, "--seeds", "4"])
+    assert refused.exit_code == 2 and "names no baselines" in refused.output and "--baselines" in refused.output

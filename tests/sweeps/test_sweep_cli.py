@@ -69,7 +69,7 @@ def test_dry_run_table_is_whole_at_80_columns(path, empty_cwd):
             assert f"{k}={v}" in result.output
 
 
-@pytest.mark.parametrize("command", ["", "run", "resume", "status", "ui", "ls-objectives", "report", "table", "eval"])
+@pytest.mark.parametrize("command", ["", "run", "resume", "status", "ui", "ls-objectives", "report", "table", "plan", "eval"])
 def test_help_is_whole_at_80_columns(command):
     result = CliRunner().invoke(app, [*filter(None, [command]), "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
