@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dashboards.model.table import AVG, DELTA, Row
+from dashboards.model.table import DELTA, Row
 from dashboards.stats.cell_stats import block_seed_spreads
 from dashboards.stats.paired_stats import POWER, compare, detectable_difference, seeds_needed
 from dashboards.stats.seed_spread import pooled_spread
@@ -145,7 +145,7 @@ def _comparisons(block: list[Row], columns: list[str], cfg, notes: list[str]):
                 continue
             borrowed = mine.x.shape[0] < 2
             spread = pooled_spread(several) if borrowed else spreads[col][id(row)]
-            if borrowed and col == AVG:
+            if borrowed:
                 notes.append(f"{row.model}: {row.label} has one seed in the pilot: its seed spread is the pooled "
                              "spread of the block's other methods (*)")
             out.append((row, col, compare(mine, theirs, spread_a=spread, spread_b=spreads[col][id(strongest)],
@@ -158,6 +158,11 @@ def make_plan(table, target: Target, costs: dict[str, float] | None = None, unit
     of one trial in ``unit`` (default: every trial costs 1 'trials')."""
     cfg = table.config
     costs = costs or {}
+    columns = [c for c in table.columns if c != DELTA]
+    unknown = [c for c in target.detect if c not in columns]
+    if unknown:
+        raise ValueError(f"--detect: no column {', '.join(unknown)} in the pilot's table; its columns are "
+                         f"{', '.join(columns)}")
     notes: list[str] = []
     rows: list[PlanRow] = []
     curves_of = {}
@@ -216,9 +221,7 @@ def make_plan(table, target: Target, costs: dict[str, float] | None = None, unit
             notes.append(f"{model}: every method of the block at {largest} seeds: {block_cost[model]:.3g} {unit}")
     if not rows:
         raise ValueError("nothing to plan: no comparison with a strongest baseline that has per-problem scores and "
-                         "at least 2 seeds (name the baselines, e.g. --baselines GRPO"
-                         + (f"; --detect names {', '.join(target.detect)}, the table's columns are "
-                            f"{', '.join(c for c in table.columns if c != DELTA)}" if target.detect else "") + ")")
+                         "at least 2 seeds (name the baselines, e.g. --baselines GRPO)")
     return Plan(rows, target, cfg.alpha, unit, block_cost, list(dict.fromkeys(notes)), curves_of)
 
 

@@ -127,7 +127,8 @@ def test_the_command_on_a_per_sample_file_prints_md_and_csv_draws_the_figure_and
     assert list(frame.columns[:4]) == ["model", "method", "baseline", "column"]
     for args, said in ((["--detect", "AVG3"], "--detect: 'AVG3' is not COLUMN=DIFFERENCE"),
                        (["--seeds", "4"], "--baselines: name the baseline methods"),
-                       (["--baselines", "GRPO", "--detect", "aime=3"], "the table's columns are easy, hard, AVG")):
+                       (["--baselines", "GRPO", "--detect", "AVG=3,aime=3"],
+                        "--detect: no column aime in the pilot's table; its columns are easy, hard, AVG")):
         bad = run(app, ["plan", str(path), *args])
         assert bad.exit_code == 2 and said in bad.output, bad.output
     per_seed = tmp_path / "per_seed.csv"
