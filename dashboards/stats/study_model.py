@@ -44,6 +44,11 @@ class Shape:
     """Share of a run's logit-shift variance shared by its benchmarks (1: one shift for the whole run)."""
     interaction_sd: float = 0.2
     """Spread of a method's problem-specific logit shift (the same in each of its runs)."""
+    baseline_seeds: int | None = None
+    """Method 0's (the baseline's) seeds when they differ from the others' (None: ``seeds``)."""
+
+    def seeds_of(self, method: int) -> int:
+        return self.baseline_seeds if method == 0 and self.baseline_seeds is not None else self.seeds
 
     def run_sd_of(self, method: int) -> float:
         return self.unstable_sd if method == 1 and self.unstable_sd is not None else self.run_sd
@@ -56,10 +61,12 @@ SCENARIOS: dict[str, Shape] = {
     "unstable-3x": Shape(unstable_sd=0.6, shared_seed=1.0),
     "floor": Shape(accuracy=(0.55, 0.44, 0.05), problems=(64, 64, 30)),
     "sizes": Shape(problems=(30, 64, 500)),
+    "unequal-3x": Shape(unstable_sd=0.6, shared_seed=1.0, baseline_seeds=5),
 }
 """The calibration's cases: spreads alike (the earlier test's own model); a run's seed effect shared by
 its benchmarks; the tested method's seeds varying 2x and 3x as much (shared); a hard benchmark at ~5%
-with 30 problems; benchmarks of 30 / 64 / 500 problems."""
+with 30 problems; benchmarks of 30 / 64 / 500 problems; a 5-seed baseline against 3-seed methods, the tested
+one 3x less stable."""
 
 
 @dataclass
@@ -102,7 +109,7 @@ def _centre_for(target: float, sd: float) -> float:
 def simulate(shape: Shape, rng: np.random.Generator, effect: float = 0.0) -> Study:
     """One study. Method 1 gets `effect` added to its logits on every benchmark (a true difference)."""
     n_bench = len(shape.accuracy)
-    shared = [rng.standard_normal((shape.seeds, 1)) for _ in range(shape.methods)]
+    shared = [rng.standard_normal((shape.seeds_of(m), 1)) for m in range(shape.methods)]
     scores = [[None] * n_bench for _ in range(shape.methods)]
     population = np.zeros((shape.methods, n_bench))
     conditional = np.zeros((shape.methods, n_bench))
@@ -118,7 +125,7 @@ def simulate(shape: Shape, rng: np.random.Generator, effect: float = 0.0) -> Stu
             centre = _logit(acc) if sd == shape.run_sd else _centre_for(target, total_sd)
             centre += effect if m == 1 else 0.0
             bench_logits[m] = centre + difficulty + shape.interaction_sd * rng.standard_normal(n)
-            own = rng.standard_normal((shape.seeds, 1))
+            own = rng.standard_normal((shape.seeds_of(m), 1))
             runs = sd * (np.sqrt(shape.shared_seed) * shared[m] + np.sqrt(1 - shape.shared_seed) * own)
             scores[m][b] = rng.binomial(shape.samples, _sigmoid(bench_logits[m] + runs)) / shape.samples
             population[m, b] = float(_expected(centre, total_sd))
