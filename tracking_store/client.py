@@ -57,14 +57,14 @@ def open_client(tracking_uri: str):
 
     quiet_mlflow_environment()
     path = sqlite_path(tracking_uri)
-    templates = STORE_TEMPLATE_DIR.get() if path is not None else None
+    templates = Path(STORE_TEMPLATE_DIR.get()) if path is not None and STORE_TEMPLATE_DIR.is_set() else None
     with store_lock(tracking_uri):
-        new = path is not None and not path.exists()
-        copied = new and templates is not None and copy_template(path, Path(templates))
+        templated = templates is not None and not path.exists()  # a new store, copied from or kept as a template
+        copied = templated and copy_template(path, templates)
         client = MlflowClient(tracking_uri)  # opens (and, if new, creates) a sqlite store
         client.search_experiments(max_results=1)
-        if new and templates is not None and not copied:
-            save_template(path, Path(templates))
+        if templated and not copied:
+            save_template(path, templates)
     return client
 
 

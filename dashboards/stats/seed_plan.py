@@ -154,10 +154,14 @@ def _comparisons(block: list[Row], columns: list[str], cfg, notes: list[str]):
 
 
 def make_plan(table, target: Target, costs: dict[str, float] | None = None, unit: str = "trials") -> Plan:
-    """The plan of every model block of ``table`` (a dashboards.tables.render.Table; see the module docstring). ``costs``: method label -> cost
-    of one trial in ``unit`` (default: every trial costs 1 'trials')."""
+    """The plan of every model block of ``table`` (a dashboards.tables.render.Table; see the module docstring).
+    ``costs``: method label -> cost of one trial in ``unit`` (default: every trial costs 1 'trials')."""
     cfg = table.config
     costs = costs or {}
+
+    def trial_cost(label: str) -> float | None:  # unknown: None, unless every trial counts 1
+        return costs.get(label, 1.0 if unit == "trials" else None)
+
     columns = [c for c in table.columns if c != DELTA]
     unknown = [c for c in target.detect if c not in columns]
     if unknown:
@@ -174,7 +178,7 @@ def make_plan(table, target: Target, costs: dict[str, float] | None = None, unit
         m = len(found)
         level = cfg.alpha / m
         methods = [r for r in block if not r.is_base]
-        per_seed = [costs.get(r.label, 1.0 if unit == "trials" else None) for r in methods]
+        per_seed = [trial_cost(r.label) for r in methods]
         seed_cost = None if any(c is None for c in per_seed) else float(sum(per_seed))
         planned = target.seeds
         if target.budget is not None:
@@ -188,20 +192,17 @@ def make_plan(table, target: Target, costs: dict[str, float] | None = None, unit
                 raise ValueError(f"--budget {target.budget:g}: buys {planned} seed(s) per method for {model}'s "
                                  f"{len(methods)} methods at {seed_cost:.3g} {unit} a seed; a paired test needs 2")
         largest = 0
+        scale = cfg.scale
         for row, col, c, borrowed in found:
-            scale = cfg.scale
+            if target.detect and col not in target.detect:
+                continue
             now = scale * detectable_difference(c, alpha=level, power=target.power)  # at the pilot's own seeds
             if target.detect:
-                want = target.detect.get(col)
-                seeds = seeds_needed(c, want / scale, alpha=level, power=target.power, most=MOST_SEEDS) \
-                    if want is not None else None
-                shown = want
+                shown = target.detect[col]
+                seeds = seeds_needed(c, shown / scale, alpha=level, power=target.power, most=MOST_SEEDS)
             else:
                 seeds, shown = planned, scale * detectable_difference(c, planned, alpha=level, power=target.power)
-            if target.detect and want is None:
-                continue
-            pair = [costs.get(row.label, 1.0 if unit == "trials" else None),
-                    costs.get(strongest.label, 1.0 if unit == "trials" else None)]
+            pair = [trial_cost(row.label), trial_cost(strongest.label)]
             cost = None if seeds is None or None in pair else seeds * float(sum(pair))
             largest = max(largest, seeds or 0)
             sa, sb = c.spreads
