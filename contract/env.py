@@ -146,6 +146,9 @@ RAY_DEDUP_LOGS = EnvVar("RAY_DEDUP_LOGS", bool, True, "Deduplicated worker logs:
 RAY_AIR_NEW_OUTPUT = EnvVar("RAY_AIR_NEW_OUTPUT", bool, True, "Tune's new console output: off unless set.", "Ray")
 RAY_CHDIR_TO_TRIAL_DIR = EnvVar("RAY_CHDIR_TO_TRIAL_DIR", bool, True,
                                 "A trial's working directory is its Tune directory: off unless set.", "Ray")
+RAY_DRAIN_ON_SIGTERM = EnvVar("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", float, 30.0,
+                              "Seconds a `ray start --block` node drains after SIGTERM: 0 in a `sweep slurm` job's Ray "
+                              "nodes (sweeps/slurm/job_script.py), which stop with the job.", "Ray")
 TUNE_STRICT_METRICS_OFF = EnvVar("TUNE_DISABLE_STRICT_METRIC_CHECKING", bool, False,
                                  "Tune's check that every result has the search metric: off unless set.", "Ray")
 TUNE_CHECKPOINT_SYNC_WARNING = EnvVar("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", float, 5.0,
@@ -155,6 +158,10 @@ TUNE_SIGINT_HANDLER_OFF = EnvVar("TUNE_DISABLE_SIGINT_HANDLER", bool, False,
 TUNE_AUTO_LOGGERS_OFF = EnvVar("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", bool, False,
                                "Tune's CSV/JSON/TensorBoard files per trial: off unless set (MLflow is the record).",
                                "Ray")
+# ---- Slurm's, in a `sweep slurm` job (sweeps/slurm/job_script.py)
+SLURM_JOB_ID = EnvVar("SLURM_JOB_ID", str, None,
+                      "The Slurm job a driver runs in: recorded on the parent run (provenance.slurm_job), shown by "
+                      "`sweep status`.", "Slurm")
 # ---- caches and quiet libraries (sweeps/driver/ray_cluster.py: inside the run directory)
 HF_HOME = EnvVar("HF_HOME", str, None, "Hugging Face's cache: <run dir>/.cache/huggingface unless set.",
                  "Hugging Face")

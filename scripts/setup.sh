@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up of the project virtualenv in ./.venv (no sudo for pip; apt only for Chromium).
+# Idempotent set-up of the project virtualenv in ./.venv (no sudo for pip; apt, as root, only for Chromium, PostgreSQL and Slurm).
 #   bash scripts/setup.sh            # core + dev + verl + server extras, then pip check
 # Packages are installed with uv (pinned, itself installed with pip) from the sources pip is
 # configured with (scripts/pip_sources.py), its cache in .cache/uv. torch==2.13.0 (the CPU build)
@@ -116,6 +116,30 @@ if ! have_postgres; then
     case "${CI:-}" in
       true | TRUE | True | 1)
         echo "ERROR: CI=true and PostgreSQL could not be installed: set-up fails (exit 1)." >&2
+        exit 1 ;;
+    esac
+  fi
+fi
+# Slurm's daemons and commands and MUNGE, for the `sweep slurm` tests (tests/sweeps/test_sweep_slurm.py starts a
+# one-node cluster of its own; skipped without them; run under CI=true), from Debian's packages, as root, as above.
+have_slurm() {
+  command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v sbatch >/dev/null 2>&1 \
+    && command -v munged >/dev/null 2>&1
+}
+if ! have_slurm; then
+  slurm_packages="slurmctld slurmd slurm-client munge"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $slurm_packages >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $slurm_packages >/dev/null 2>&1; } \
+      || true
+  fi
+  if ! have_slurm; then
+    echo "WARNING: Slurm (slurmctld, slurmd, sbatch, munged) is not installed: the sweep slurm tests are SKIPPED" \
+         "(apt-get install $slurm_packages)" >&2
+    case "${CI:-}" in
+      true | TRUE | True | 1)
+        echo "ERROR: CI=true and Slurm could not be installed: set-up fails (exit 1)." >&2
         exit 1 ;;
     esac
   fi

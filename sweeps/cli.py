@@ -9,6 +9,7 @@
     sweep plan dhpo_vs_baselines --detect AVG=3          # seeds a study needs, priced from a pilot (commands/plan.py)
     sweep fit curves.csv --baselines GRPO                # compute curves fitted to curves from anywhere (commands/fit.py)
     sweep eval dhpo_vs_baselines --benchmarks aime24,math500   # checkpoints on the papers' benchmarks (commands/eval.py)
+    sweep slurm dhpo_vs_baselines.yaml --nodes 2 --run-dir /shared/runs  # one Slurm batch job, requeued when preempted (commands/slurm.py)
     sweep ls-objectives                                  # the objective registry             (commands/ls_objectives.py)
 
 Options shared by several commands are declared once, as dataclasses (commands/options.py `grouped`).
@@ -27,6 +28,7 @@ from sweeps.commands.options import FlagCommand, FlagGroup, fail
 from sweeps.commands.plan import plan
 from sweeps.commands.report import report
 from sweeps.commands.run import resume, run
+from sweeps.commands.slurm import slurm
 from sweeps.commands.status import status
 from sweeps.commands.table import table
 from sweeps.commands.ui import ui
@@ -34,7 +36,8 @@ from sweeps.commands.ui import ui
 app = typer.Typer(help="Turn one YAML into a whole RLVR objective study: Ray Tune trials, MLflow runs, paper tables.",
                   no_args_is_help=True, cls=FlagGroup)  # --install-completion / --show-completion for bash, zsh, fish
 for name, command in {"run": run, "resume": resume, "status": status, "ui": ui, "ls-objectives": ls_objectives,
-                      "report": report, "table": table, "plan": plan, "fit": fit_cmd, "eval": eval_cmd}.items():
+                      "report": report, "table": table, "plan": plan, "fit": fit_cmd, "eval": eval_cmd,
+                      "slurm": slurm}.items():
     app.command(name, cls=FlagCommand)(command)  # flags shown as flags in --help (options.FlagCommand)
 
 

@@ -162,3 +162,22 @@ def test_named_repository_paths_exist():
             if any(c in path for c in "<>*") or "..." in path:
                 continue
             assert (REPO / path.rstrip("/")).exists(), f"{page.relative_to(REPO)} names {path}, which does not exist"
+
+
+def test_the_kuberay_manifest_runs_a_sweep_on_the_cluster_with_the_run_dir_on_every_pod():
+    """docs/clusters.md's RayJob (not run anywhere: no Kubernetes here): a ray.io/v1 RayJob whose entrypoint is a
+    `sweep run` joining its own cluster, the run directory mounted in the head and every worker group."""
+    text = (REPO / "docs" / "clusters.md").read_text(encoding="utf-8")
+    section = text.split("\n## Kubernetes (KubeRay)\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    job = yaml.safe_load(block)
+    assert (job["apiVersion"], job["kind"]) == ("ray.io/v1", "RayJob")
+    words = job["spec"]["entrypoint"].split()
+    assert words[:2] == ["sweep", "run"] and "--address" in words and words[words.index("--address") + 1] == "auto"
+    run_dir = words[words.index("--run-dir") + 1]
+    assert job["spec"]["shutdownAfterJobFinishes"] is True
+    cluster = job["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in cluster["workerGroupSpecs"]]
+    for pod in pods:
+        mounted = [m["mountPath"] for c in pod["containers"] for m in c.get("volumeMounts", [])]
+        assert any(run_dir.startswith(path) for path in mounted), (run_dir, mounted)

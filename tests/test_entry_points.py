@@ -35,6 +35,8 @@ ALREADY_SMOKED = {
 SMOKE_SAYS = {
     "contract.env": r"^smoke ok: \d+ variables \(\d+ ours\), \d+ rows in docs/environment.md's table",
     "evaluators.verify_worker": r"^\\\{1,2\\\} vs \\\{2,1\\\}: \{\"ok\": true\}$",
+    "sweeps.slurm.after_driver": r"^smoke ok: closed 2 runs of a dead driver: KILLED, KILLED; lease left: False$",
+    "sweeps.slurm.wait_nodes": r"^smoke ok: 1 of 1 node\(s\) of a local Ray joined in \d+ s$",
     "trainers.config": r"^smoke ok: the defaults with 3 overrides resolved, validated and read back equal",
     "trainers.local.warmstart": r"^smoke ok: base policy [0-9a-f]{16} built in [\d.]+s \(20 warm-start steps\) "
                                 r"and found again in its cache",

@@ -3,6 +3,7 @@
     lease = DriverLease(client, parent_run_id, sweep, run_dir)
     note = lease.acquire()     # SweepAlreadyRunning (exit 3) naming the holder; a note when a stale lease was taken
     lease.heartbeat(); lease.release()
+    end_abandoned(client, experiment_id, parent_run_id, host, pid)   # a dead driver's runs closed KILLED, its lease freed
 
 The parent run carries the tag ``driver.lease`` (JSON: host, pid, run dir, since, heartbeat). A driver takes
 the lease when it is free or stale (no heartbeat for ``LEASE_STALE_S``), writes it, waits ``LEASE_SETTLE_S``
@@ -89,6 +90,28 @@ class DriverLease:
         with contextlib.suppress(Exception):
             if self._read().get("token") == self.me["token"]:
                 self.client.delete_tag(self.parent_id, LEASE_TAG)
+
+
+def end_abandoned(client, experiment_id: str, parent_run_id: str, host: str, pid: int) -> list[str]:
+    """Close a sweep whose driver (``pid`` on ``host``) died holding its lease, as that driver would have: its
+    RUNNING trial runs and the parent run KILLED, the lease removed. Only that driver's lease, and only once the
+    process is gone: a sweep another or a live driver holds is left as it is (returns []). Returns the closed
+    runs' ids, the parent last. The steps the driver journaled but did not write stay in its journal, for the
+    next run to replay. (A Slurm job ending stops every process of the job at once: the driver's own Ray node
+    can end it before it closes its runs.)"""
+    from tracking_store.roles import children_filter
+
+    held = json.loads(client.get_run(parent_run_id).data.tags.get(LEASE_TAG) or "{}")
+    if held.get("host") != host or int(held.get("pid", 0)) != pid or _alive(pid):
+        return []
+    closed = []
+    for run in client.search_runs([experiment_id], children_filter(parent_run_id) + " and attributes.status = 'RUNNING'",
+                                  max_results=50_000):
+        client.set_terminated(run.info.run_id, status="KILLED")
+        closed.append(run.info.run_id)
+    client.set_terminated(parent_run_id, status="KILLED")
+    client.delete_tag(parent_run_id, LEASE_TAG)
+    return [*closed, parent_run_id]
 
 
 def _alive(pid: int) -> bool:

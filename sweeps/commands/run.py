@@ -13,6 +13,8 @@ Exit codes: 0 done, 1 a trial failed, 2 bad input, 3 the sweep runs elsewhere, 4
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar, Optional
@@ -131,7 +133,14 @@ def _run_and_report(spec: SweepSpec, options: RunOptions, report: bool, smoke: b
         code = 2 if isinstance(err, SpecError) else 3 if isinstance(err, SweepAlreadyRunning) else 4
         raise fail(mask_uri(f"error: {err}"), code) from None
     except (TrackingOutage, SweepInterrupted) as err:
-        raise fail(mask_uri(f"sweep {spec.name}: {err}"), err.exit_code) from None
+        message = mask_uri(f"sweep {spec.name}: {err}")
+        if options.address:  # the runs are closed; Ray's and Tune's exit handlers would wait on a cluster that may be
+            # gone (a Slurm job ending stops its Ray nodes with the driver) until SIGKILL: exit now
+            warn(message)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(err.exit_code)
+        raise fail(message, err.exit_code) from None
     counts = {s: list(result.statuses.values()).count(s) for s in set(result.statuses.values())}
     console.print(f"sweep {spec.name} done in {result.seconds:.0f}s: {counts}; MLflow {mask_uri(result.tracking_uri)} "
                   f"(parent run {result.parent_run_id})", markup=False, highlight=False, soft_wrap=True)

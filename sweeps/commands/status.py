@@ -5,6 +5,8 @@
     sweep status dhpo_vs_baselines --smoke               # the smoke sweep: dhpo_vs_baselines_smoke
     sweep status big_grid --tracking-uri http://mlflow:5000
 
+A sweep run by `sweep slurm` also shows its job and the job's state (squeue, else sacct, where they are on the PATH).
+
 The store is never created: a missing one is exit 2 naming where it was looked for (sweeps/tracking/status.py reads it).
 """
 
@@ -46,7 +48,7 @@ def status(
     name = loaded.name if loaded else smoke_name(sweep) if smoke else sweep
     uri = resolve_uri(store.tracking_uri, store.run_dir)
     try:
-        runs, _, resolved = recorded_trials(uri, name, read="direct" if direct else "auto")
+        runs, parent, resolved = recorded_trials(uri, name, read="direct" if direct else "auto")
         planned = ([StatusRow(t.trial_id, t.method, t.config.trainer.steps) for t in loaded.trials] if loaded
                    else planned_from_store(resolved, runs))
     except StoreMissing as err:
@@ -56,10 +58,25 @@ def status(
     rows, title = status_cells(planned, runs), f"{name} ({mask_uri(uri)})"
     if len(rows) > PLAIN_ROWS:
         print(plain_table(title, STATUS_HEADER, rows))
+    else:
+        table = Table(title=title)
+        for col in STATUS_HEADER:
+            table.add_column(col, no_wrap=col == "trial id")
+        for cells in rows:
+            table.add_row(*map(Text, cells))
+        console.print(table)
+    if parent is not None:
+        _slurm_line(parent.tags)
+
+
+def _slurm_line(parent_tags: dict[str, str]) -> None:
+    """The Slurm job of the sweep's last run and its state, for a sweep run by `sweep slurm`."""
+    from sweeps.tracking.provenance import SLURM_JOB_TAG
+
+    job = parent_tags.get(SLURM_JOB_TAG, "")
+    if not job.isdigit():
         return
-    table = Table(title=title)
-    for col in STATUS_HEADER:
-        table.add_column(col, no_wrap=col == "trial id")
-    for cells in rows:
-        table.add_row(*map(Text, cells))
-    console.print(table)
+    from sweeps.slurm.queue import job_state
+
+    state = job_state(job)
+    print(f"Slurm job {job}: {state or 'not known to squeue or sacct here'}", flush=True)

@@ -131,7 +131,11 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
     journal = Journal(layout.journal(tracking_uri))
     state.writer = TrackingWriter(journal, state.wait_for_tracker, options.tracking_outage_limit_s, _echo,
                                   trial_of=lambda tid, tune_config: state.by_id.get(tid) or trial_from_tune_config(tune_config))
-    recorded, opener = _start_tracking(spec, options, tracking_uri, run_dir, state, journal)
+    try:
+        recorded, opener = _start_tracking(spec, options, tracking_uri, run_dir, state, journal)
+    except SystemExit as err:  # SIGTERM while joining a cluster's store, before our handler is in: Ray's sys.exit
+        _close_tracking(state, "KILLED", {})
+        raise SweepInterrupted(signal.SIGTERM) from err
     layout.scratch.mkdir(parents=True, exist_ok=True)
     if spec.search:  # the one trial of the spec is the template the samples are drawn around
         statuses, pending, shown = {}, spec.trials[:1], []
@@ -162,11 +166,13 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         status = "KILLED"
         _stop_local_ray(options)
         raise
-    except KeyboardInterrupt as err:  # SweepInterrupted, or a KeyboardInterrupt outside our handler
+    except (KeyboardInterrupt, SystemExit) as err:  # SweepInterrupted, or a signal outside our handler
         status = "KILLED"
         _stop_local_ray(options)
-        if not isinstance(err, SweepInterrupted):  # Ray's C++ layer re-raises signals as a bare KeyboardInterrupt
-            raise SweepInterrupted(state.guard.received or signal.SIGINT) from err
+        if not isinstance(err, SweepInterrupted):  # Ray's C++ layer re-raises signals as a bare KeyboardInterrupt;
+            # a SIGTERM before our handler is in (a Slurm job ending as the driver starts) is Ray's sys.exit
+            fallback = signal.SIGTERM if isinstance(err, SystemExit) else signal.SIGINT
+            raise SweepInterrupted(state.guard.received or fallback) from err
         raise
     except Exception:
         status = "FAILED"

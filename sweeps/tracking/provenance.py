@@ -6,9 +6,10 @@
 Tags (all strings, MLflow-safe names): ``provenance.git_commit`` (the platform's checkout, or
 "unknown" outside git), ``provenance.git_dirty`` ("true" when tracked files differ from the commit;
 the diff is then logged as the artifact ``provenance/git_diff.patch``), ``provenance.<package>`` for
-torch, ray, mlflow, transformers, the trainer backends' packages (verl), vllm ("not installed" when absent), ``provenance.python``,
-``provenance.host`` and, once Ray is up, ``provenance.ray_cluster`` (nodes, CPUs, GPUs). The report
-footer shows them (dashboards/report/writer.py).
+torch, ray, mlflow, transformers, the trainer backends' packages (verl), vllm ("not installed" when absent),
+``provenance.python``, ``provenance.host``, ``provenance.slurm_job`` (the Slurm job the driver runs in, or
+"none") and, once Ray is up, ``provenance.ray_cluster`` (nodes, CPUs, GPUs). The report footer shows them
+(dashboards/report/writer.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from contract.env import SLURM_JOB_ID
 from trainers.backends import packages
 
 PACKAGES = ("torch", "ray", "mlflow", "transformers", *packages(), "vllm")
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = "provenance."
+SLURM_JOB_TAG = f"{PREFIX}slurm_job"
 
 
 def _git(*args: str) -> str | None:
@@ -49,6 +52,7 @@ def provenance() -> tuple[dict[str, str], str]:
     tags = {f"{PREFIX}git_commit": commit, f"{PREFIX}git_dirty": str(bool(diff.strip())).lower(),
             f"{PREFIX}python": platform.python_version(), f"{PREFIX}host": socket.gethostname()}
     tags.update({f"{PREFIX}{name}": package_version(name) for name in PACKAGES})
+    tags[SLURM_JOB_TAG] = SLURM_JOB_ID.get() or "none"  # a `sweep slurm` job (each run: a later run elsewhere says so)
     return tags, diff
 
 

@@ -32,6 +32,13 @@ def test_provenance_names_the_checkout_and_the_packages():
     assert tags["provenance.vllm"] in ("not installed", *([metadata.version("vllm")] if _has("vllm") else []))
 
 
+def test_provenance_names_the_slurm_job_the_driver_runs_in(monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert provenance()[0]["provenance.slurm_job"] == "4242"
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert provenance()[0]["provenance.slurm_job"] == "none"  # a later run outside Slurm says so
+
+
 def _has(name: str) -> bool:
     try:
         metadata.version(name)
