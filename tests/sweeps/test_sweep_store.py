@@ -5,6 +5,8 @@ masking, transient errors, the lease across "hosts", the journal's durability, a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from sweeps.specs.load import load_spec
 from tracking_store.client import StoreMissing, is_transient, open_existing
-from tracking_store.lease import DriverLease, LEASE_TAG, SweepAlreadyRunning
+from tracking_store.lease import DriverLease, LEASE_TAG, SweepAlreadyRunning, end_abandoned
 from tracking_store.uri import default_uri, mask_uri
 from sweeps.tracking.sweep_runs import SweepTracker
 from sweeps.tracking.writer import Journal, TrackingOutage, TrackingWriter, journal_path
@@ -71,6 +73,27 @@ def test_a_second_driver_anywhere_is_refused_and_a_stale_lease_is_taken_over(spe
         tracker.lease.heartbeat()  # the first driver learns it at its next heartbeat and stops
     other.release()
     assert LEASE_TAG not in tracker.client.get_run(tracker.parent_id).data.tags
+
+
+@pytest.mark.slow
+def test_only_a_dead_drivers_own_sweep_is_closed_after_it(spec, tmp_path):
+    """end_abandoned (a `sweep slurm` job's driver ended by its own Ray node): the runs of the lease's holder are
+    closed KILLED and the lease freed only when that process is gone; a live holder's or another host's are left."""
+    run_dir = tmp_path / "runs"
+    tracker = SweepTracker(spec, default_uri(run_dir), run_dir)  # this process holds the lease
+    trial_run = tracker.start_trial(spec.trials[0])
+    client, exp_id, parent = tracker.client, tracker.experiment_id, tracker.parent_id
+    me = tracker.lease.me
+    assert end_abandoned(client, exp_id, parent, me["host"], me["pid"]) == []  # alive: nothing touched
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    client.set_tag(parent, LEASE_TAG, json.dumps({**me, "pid": dead.pid}))
+    assert end_abandoned(client, exp_id, parent, "another-host", dead.pid) == []  # not this host's driver
+    assert end_abandoned(client, exp_id, parent, me["host"], dead.pid + 1) == []  # not that driver's lease
+    assert client.get_run(parent).info.status == "RUNNING"
+    assert end_abandoned(client, exp_id, parent, me["host"], dead.pid) == [trial_run, parent]
+    assert [client.get_run(r).info.status for r in (trial_run, parent)] == ["KILLED", "KILLED"]
+    assert LEASE_TAG not in client.get_run(parent).data.tags
 
 
 def test_the_journal_drops_a_torn_line_and_keeps_its_offset(tmp_path):
