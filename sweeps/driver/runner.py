@@ -166,13 +166,12 @@ def _run_locked(spec: SweepSpec, options: RunOptions, run_dir: Path, started: fl
         status = "KILLED"
         _stop_local_ray(options)
         raise
-    except (KeyboardInterrupt, SystemExit) as err:  # SweepInterrupted, or a signal outside our handler
-        status = "KILLED"
+    except (KeyboardInterrupt, SystemExit) as err:  # SweepInterrupted, or a signal outside our handler: Ray's C++
+        status = "KILLED"  # layer re-raises one as a bare KeyboardInterrupt, its SIGTERM handler is sys.exit
         _stop_local_ray(options)
-        if not isinstance(err, SweepInterrupted):  # Ray's C++ layer re-raises signals as a bare KeyboardInterrupt;
-            # a SIGTERM before our handler is in (a Slurm job ending as the driver starts) is Ray's sys.exit
-            fallback = signal.SIGTERM if isinstance(err, SystemExit) else signal.SIGINT
-            raise SweepInterrupted(state.guard.received or fallback) from err
+        if not isinstance(err, SweepInterrupted):
+            signum = signal.SIGTERM if isinstance(err, SystemExit) else signal.SIGINT
+            raise SweepInterrupted(state.guard.received or signum) from err
         raise
     except Exception:
         status = "FAILED"
