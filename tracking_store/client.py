@@ -3,6 +3,7 @@
     client = open_existing(uri)          # read commands: a missing sqlite store is StoreMissing, never created
     client = open_client(uri)            # drivers: opens (creates) a sqlite store under store_lock
     exp = sweep_experiment(client, uri, "dhpo_vs_baselines")   # StoreMissing naming the sweeps there
+    parent = sweep_parent(client, exp.experiment_id)           # the sweep's parent run (None before one exists)
     is_transient(err)                    # a store error worth retrying (tracking writer, sweeps/tracking/writer.py)
 
 Transient store errors (a server restarting, unreachable, a busy database) are told apart from real ones by
@@ -90,6 +91,16 @@ def sweep_experiment(client, uri: str, sweep: str):
         known = sorted(e.name for e in client.search_experiments() if e.experiment_id != "0")
         raise StoreMissing(f"no sweep {sweep!r} in {where(uri)}; known: {', '.join(known) or 'none'}")
     return exp
+
+
+def sweep_parent(client, experiment_id: str):
+    """The sweep's parent run: the oldest run tagged role=parent in its experiment (two drivers that created one at
+    once keep the oldest: sweeps/tracking/sweep_runs.py), or None before a driver has made one. ``client``: MLflow's,
+    or a reader with its ``search_runs`` (tracking_store/rest_reads.py)."""
+    from tracking_store.roles import PARENT, role_filter
+
+    runs = client.search_runs([experiment_id], role_filter(PARENT), max_results=1, order_by=["attributes.start_time ASC"])
+    return runs[0] if runs else None
 
 
 def is_transient(err: BaseException) -> bool:

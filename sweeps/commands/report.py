@@ -196,14 +196,12 @@ def _write(sweep_name, parent_run_id, store: StoreOptions, out, spec, table: Tab
 
 def _rebuild(found, keys_for) -> None:
     """The sweep's read copy written anew (tracking_store/read_copy.py rebuild_copy), said on stderr."""
-    from tracking_store.client import open_existing
+    from tracking_store.client import open_existing, sweep_parent
     from tracking_store.read_copy import rebuild_copy
-    from tracking_store.roles import PARENT, role_filter
 
     client = open_existing(found.tracking_uri)  # it writes: MLflow's client
-    parents = client.search_runs([found.experiment_id], role_filter(PARENT), max_results=1,
-                                 order_by=["attributes.start_time ASC"])
-    if not parents:
+    parent = sweep_parent(client, found.experiment_id)
+    if parent is None:
         raise ValueError(f"sweep {found.sweep!r} has no parent run (tag role=parent) to hold a read copy")
-    n = rebuild_copy(client, found.tracking_uri, found.experiment_id, parents[0].info.run_id, keys_for)
+    n = rebuild_copy(client, found.tracking_uri, found.experiment_id, parent.info.run_id, keys_for)
     typer.echo(f"read copy of {found.sweep!r} written anew: {n} ended trial runs", err=True)

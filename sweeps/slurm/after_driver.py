@@ -21,20 +21,18 @@ from pathlib import Path
 
 def close_after(sweep: str, tracking_uri: str, pid: int, host: str | None = None) -> list[str]:
     """The run ids closed KILLED (the parent last), or [] when the driver left nothing to close."""
-    from tracking_store.client import StoreMissing, open_existing, sweep_experiment
+    from tracking_store.client import StoreMissing, open_existing, sweep_experiment, sweep_parent
     from tracking_store.lease import end_abandoned
-    from tracking_store.roles import PARENT, role_filter
 
     try:
         client = open_existing(tracking_uri)
         exp = sweep_experiment(client, tracking_uri, sweep)
     except StoreMissing:
         return []  # the driver stopped before it recorded anything
-    parents = client.search_runs([exp.experiment_id], role_filter(PARENT), max_results=1,
-                                 order_by=["attributes.start_time ASC"])
-    if not parents:
+    parent = sweep_parent(client, exp.experiment_id)
+    if parent is None:
         return []
-    return end_abandoned(client, exp.experiment_id, parents[0].info.run_id, host or socket.gethostname(), pid)
+    return end_abandoned(client, exp.experiment_id, parent.info.run_id, host or socket.gethostname(), pid)
 
 
 def _smoke() -> int:

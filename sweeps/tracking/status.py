@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from contract.metrics import TRIAL_STEP, VAL_AVG
 from dashboards.collect.recorded_spec import recorded_spec
-from tracking_store.client import StoreMissing, require_store, sweep_experiment
+from tracking_store.client import StoreMissing, require_store, sweep_experiment, sweep_parent
 from tracking_store.rest_reads import open_reader
 from tracking_store.roles import PARENT, TRIAL, role_filter
 from tracking_store.tables import RunRecord, experiment_id, experiment_names, read_runs, trial_runs
@@ -52,8 +52,7 @@ def recorded_trials(uri: str, sweep: str, read: str = "auto") -> tuple[dict[str,
         exp_id = sweep_experiment(client, uri, sweep).experiment_id
         from tracking_store.read_copy import open_copy  # numpy and pandas: not for a sqlite file's status
 
-        parents = [RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(PARENT), max_results=1,
-                                                               order_by=["attributes.start_time ASC"])]
+        parents = [RunRecord.of(r) for r in [sweep_parent(client, exp_id)] if r is not None]
         view = open_copy(client, exp_id, parents[0], records_only=True) if parents and read != "direct" else None
         runs = view.runs if view is not None else [
             RunRecord.of(r) for r in client.search_runs([exp_id], role_filter(TRIAL), max_results=50_000)]

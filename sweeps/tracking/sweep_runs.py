@@ -47,9 +47,9 @@ from contract.run_layout import RunLayout
 from dashboards.collect.recorded_spec import RESOLVED_SPEC, RESOLVED_SPEC_JSON, dump_resolved
 from sweeps.specs.load import REPO_ROOT, SpecError, SweepSpec, Trial
 from sweeps.specs.trial_params import logged_params
-from tracking_store.client import is_transient, open_client
+from tracking_store.client import is_transient, open_client, sweep_parent
 from tracking_store.lease import DriverLease
-from tracking_store.roles import PARENT, TRIAL_ID_TAG, children_filter, parent_tags, role_filter, trial_tags
+from tracking_store.roles import TRIAL_ID_TAG, children_filter, parent_tags, trial_tags
 from tracking_store.uri import is_server, mask_uri
 from sweeps.ui.views import KIND_TAG, MODEL_TRAINING, experiment_tags  # noqa: F401 (KIND_TAG...: re-exported)
 
@@ -102,9 +102,8 @@ class SweepTracker:
         self.last_flush: dict[str, float] = {}
 
     def _oldest_parent(self) -> str | None:
-        parents = self.client.search_runs([self.experiment_id], role_filter(PARENT), max_results=1,
-                                          order_by=["attributes.start_time ASC"])
-        return parents[0].info.run_id if parents else None
+        parent = sweep_parent(self.client, self.experiment_id)
+        return parent.info.run_id if parent is not None else None
 
     def _existing_children(self, trial_id: str | None = None) -> dict[str, dict]:
         """The parent's child runs by trial id (only ``trial_id``'s when given: one indexed query)."""

@@ -27,8 +27,7 @@ import typer
 from contract.env import MLFLOW_BACKEND_STORE, MLFLOW_SERVER_JOBS, PYTHONUNBUFFERED, TMPDIR
 from contract.run_layout import RunLayout
 from sweeps.ui.pages import curves_page_url, grid_page_url, run_page_url, runs_page_url
-from tracking_store.client import open_client, sweep_experiment
-from tracking_store.roles import PARENT, role_filter
+from tracking_store.client import open_client, sweep_experiment, sweep_parent
 from tracking_store.uri import mask_uri
 
 PROGRESS_EVERY_S = 30.0  # a "still starting" line this often while the server does not answer
@@ -45,10 +44,9 @@ def sweep_pages(uri: str, sweep: str, server: str) -> dict[str, str]:
     pages = {f"grid of {sweep} (parallel coordinates)": grid} if grid else {}
     pages.update({f"curves of {sweep} (grouped by method)": curves_page_url(server, exp.experiment_id, exp.tags),
                   f"trials of {sweep} (table)": runs_page_url(server, exp.experiment_id, exp.tags)})
-    parents = client.search_runs([exp.experiment_id], role_filter(PARENT), max_results=1,
-                                 order_by=["attributes.start_time ASC"])
-    if parents:
-        pages["parent run (report)"] = run_page_url(server, exp.experiment_id, parents[0].info.run_id)
+    parent = sweep_parent(client, exp.experiment_id)
+    if parent is not None:
+        pages["parent run (report)"] = run_page_url(server, exp.experiment_id, parent.info.run_id)
     return pages
 
 
