@@ -104,17 +104,37 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("tests/conftest.py: lanes: " + "; ".join(sorted(wrong)))
 
 
+@functools.cache
+def starts_first(path: str) -> bool:
+    """Whether a test file declares `pytest.mark.start_first` (read from its source, as its lane is)."""
+    try:
+        return "pytest.mark.start_first" in Path(path).read_text()
+    except OSError:
+        return False
+
+
 @pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook is not known
 def pytest_xdist_make_scheduler(config, log):
     """Units of work for xdist: a test file, or a whole lane of slow files (largest units first). Both lanes
     at once from the start was tried and is slower: two end-to-end files side by side contend for the two
-    cores, while one beside the fast files does not."""
+    cores, while one beside the fast files does not. A file that declares `pytest.mark.start_first` (minutes
+    spent mostly waiting on daemons, little CPU: the real Slurm's) goes first, beside the CPU-bound work, rather
+    than last by its few tests, where it would keep one worker busy after the other has finished."""
     from xdist.scheduler import LoadScopeScheduling
 
     class LaneScheduling(LoadScopeScheduling):
+        first_moved = False
+
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0]
             lane = lane_declared_in(str(Path(config.rootpath) / file))
             return f"lane-{lane}" if lane else file
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.first_moved:  # the queue is complete before the first unit is given out
+                for scope in [s for s in self.workqueue if starts_first(str(Path(config.rootpath) / s))]:
+                    self.workqueue.move_to_end(scope, last=False)
+                self.first_moved = True
+            super()._assign_work_unit(node)
 
     return LaneScheduling(config, log)

@@ -25,11 +25,11 @@ from slurm_testlib import PARTITION, SlurmCluster, slurm_missing
 from sweep_testlib import (REPO, children, client_for, kill_pids, pids_under, short_cwd, short_ray_dir, steps_of,
                            subprocess_env, sweep_exe, wait_for)
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
+pytestmark = [pytest.mark.slow, pytest.mark.start_first, pytest.mark.timeout(900),
               pytest.mark.skipif(slurm_missing() is not None, reason=slurm_missing() or "")]
 
 TOKEN = re.compile(r"\b[0-9a-f]{64}\b")  # a Ray token's form (secrets.token_hex(32))
-STEPS = 800  # 80 s of a synthetic trial's steps: the job is stopped three times before they are done
+STEPS = 500  # 50 s of a synthetic trial's steps: more than the three stopped runs reach (the time-limit one up to ~35 s)
 
 
 @pytest.fixture(scope="module")
