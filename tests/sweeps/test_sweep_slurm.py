@@ -105,6 +105,9 @@ def test_bad_input_is_refused_in_one_line_before_anything_is_submitted(slurm, tm
     assert no_slurm.returncode == 2 and no_slurm.stderr.strip() == (
         "error: sbatch not found on the PATH: run `sweep slurm` where Slurm's commands are installed (a login node "
         "of the cluster)"), no_slurm.stderr
+    away = _sweep(cwd, _env(slurm, PATH="/nonexistent"), "slurm", "ok.yaml", "--dry-run")  # away from the cluster
+    assert away.returncode == 0 and away.stdout.startswith("#!/bin/bash\n"), away.stdout + away.stderr
+    assert away.stderr.startswith("note: the partition and its nodes were not checked (sinfo not found")
     assert slurm.ask("squeue", "--noheader", "--states=all").strip() == ""  # nothing was ever submitted
     assert not (cwd / "runs" / "ok").exists()
 
