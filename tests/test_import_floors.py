@@ -34,7 +34,7 @@ FLOORS = ["contract", "tracking_store", "policy", "evaluators", "trainers", "tri
 LEVEL = {package: i for i, package in enumerate(FLOORS)}
 ROOMS = {
     "dashboards": ["model", "collect", "stats", "tables", "figures", "report"],
-    "sweeps": ["specs", "ui", "tracking", "driver", "commands"],
+    "sweeps": ["specs", "ui", "tracking", "driver", "slurm", "commands"],
 }
 TOP_OF_ROOMS = {"dashboards": {"__init__", "__main__"}, "sweeps": {"__init__", "cli"}}
 

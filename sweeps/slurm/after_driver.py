@@ -42,13 +42,16 @@ def _smoke() -> int:
 
     from tracking_store.client import open_client
     from tracking_store.lease import LEASE_TAG
+    from tracking_store.uri import default_uri
     from tracking_store.roles import parent_tags, trial_tags
 
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # its schema-creation notes
+    import mlflow  # noqa: F401 (its logging set up first, then quieted: its schema-creation notes)
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with tempfile.TemporaryDirectory() as tmp:
-        uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
+        uri = default_uri(Path(tmp))
         client = open_client(uri)
         exp_id = client.create_experiment("smoke", artifact_location=str(Path(tmp) / "artifacts"))
         parent = client.create_run(exp_id, tags=parent_tags("smoke")).info.run_id

@@ -87,7 +87,8 @@ def test_every_command_module_is_small_and_the_dispatcher_defines_no_command():
     from sweeps.cli import app
 
     registered = {c.name: c.callback for c in app.registered_commands}
-    assert set(registered) == {"run", "resume", "status", "ui", "ls-objectives", "report", "table", "plan", "eval", "fit"}
+    assert set(registered) == {"run", "resume", "status", "ui", "ls-objectives", "report", "table", "plan", "eval", "fit",
+                               "slurm"}
     for name, callback in registered.items():
         module = getattr(callback, "__wrapped__", callback).__module__
         assert module.startswith("sweeps.commands."), (name, module)
