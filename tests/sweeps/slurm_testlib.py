@@ -87,7 +87,7 @@ class SlurmCluster:
             f"PlugStackConfig={r / 'plugstack.conf'}", "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
             "MpiDefault=none", "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
             "SchedulerType=sched/backfill", "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
-            "ReturnToService=2", "KillWait=30", "MinJobAge=3600", "JobRequeue=1",
+            "ReturnToService=2", "KillWait=120", "MinJobAge=3600", "JobRequeue=1",  # KillWait: a loaded 2-core machine
             *nodes, f"PartitionName={PARTITION} Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP", ""])
 
     def _start(self, args: list[str], name: str | None = None) -> None:

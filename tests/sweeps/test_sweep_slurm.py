@@ -229,8 +229,10 @@ def test_requeue_time_limit_and_cancel_lose_nothing_and_a_new_job_finishes_the_s
     # Ray node, signalled with the whole job, can end it first)
     assert first_out.count("SIGTERM: interrupted: run the same command again to resume") + first_out.count(
         "its driver ended before closing its runs") == 3, first_out
-    for out in (first_out, _job_output(cwd, "chain", second)):
-        assert not TOKEN.search(out) and "Traceback" not in out
+    last_out = _job_output(cwd, "chain", second)
+    assert not TOKEN.search(first_out) and not TOKEN.search(last_out)
+    # (the stopped runs' output may hold Tune's traceback of a trial whose Ray node ended under it; the last is clean)
+    assert "Traceback" not in last_out and "the driver ended with exit code 0" in last_out, last_out[-3000:]
     for ray_dir in slurm.ray_dirs[-2:]:
         assert not pids_under(str(ray_dir))
     kill_pids(pids_under(str(cwd)))
