@@ -23,7 +23,7 @@ from typing import Annotated, ClassVar, Optional
 
 import typer
 
-from sweeps.commands.options import RunDir, TrackingUri, fail, grouped, warn
+from sweeps.commands.options import StoreOptions, fail, grouped, warn
 from sweeps.commands.spec_input import load_user_spec, smoke_note
 
 
@@ -54,22 +54,13 @@ class JobOptions:
                         ray_temp_dir=self.ray_temp_dir)
 
 
-@dataclass
-class JobStore:
-    """Where the job keeps the sweep: both must be reachable from every node."""
-
-    panel: ClassVar[str] = "Store"
-    run_dir: RunDir = Path("runs")
-    tracking_uri: TrackingUri = None
-
-
 @grouped
 def slurm(spec: Annotated[Optional[str], typer.Argument(help="Sweep YAML path, or a name in configs/sweeps/.")] = None,
           overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value overrides, as for sweep run.")] = None,
           dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the sbatch script; submit nothing.")] = False,
           smoke: Annotated[bool, typer.Option("--smoke", help="The smoke-size sweep NAME_smoke (sweep run --smoke).")] = False,
           cancel: Annotated[Optional[str], typer.Option("--cancel", help="Cancel the job of sweep NAME instead (it stays resumable).")] = None,
-          job: JobOptions = JobOptions(), store: JobStore = JobStore()) -> None:
+          job: JobOptions = JobOptions(), store: StoreOptions = StoreOptions()) -> None:
     """Run a sweep as a Slurm batch job: a Ray cluster on its nodes, requeued and resumed when preempted.
 
     Examples: sweep slurm my.yaml --nodes 2 --gpus-per-node 8 --time 1-00:00:00 --run-dir /shared/runs |
@@ -90,7 +81,7 @@ def slurm(spec: Annotated[Optional[str], typer.Argument(help="Sweep YAML path, o
         raise fail(f"error: {err}") from None
 
 
-def _submit(spec: str, overrides: list[str], smoke: bool, dry_run: bool, options: JobOptions, store: JobStore) -> None:
+def _submit(spec: str, overrides: list[str], smoke: bool, dry_run: bool, options: JobOptions, store: StoreOptions) -> None:
     from sweeps.slurm.job_script import SweepCall, render_script
     from sweeps.slurm.queue import SlurmError, partition_nodes, require_command, submit
 
